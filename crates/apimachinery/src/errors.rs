@@ -1,0 +1,275 @@
+//! Typed API errors and their `Status` form (`meta/v1` Status).
+//!
+//! Code branches on the variant (`NotFound`, `Conflict`, `Expired`,
+//! `Invalid { causes }`, …); the API server turns an [`ApiError`] into an
+//! HTTP response in exactly one place, using [`ApiError::code`] and
+//! [`ApiError::to_status`]. Messages follow upstream's
+//! `k8s.io/apimachinery/pkg/api/errors` word for word, because kubectl shows
+//! them to users as `Error from server (<reason>): <message>`.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// A group and plural resource name, as Status `details` carry them
+/// (`details.group`, `details.kind` = the plural resource).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct GroupResource {
+    /// `""` for core.
+    pub group: String,
+    /// Plural resource name (`pods`), or a subresource path (`pods/status`).
+    pub resource: String,
+}
+
+impl GroupResource {
+    /// Builds one from a group and plural name.
+    pub fn new(group: &str, resource: &str) -> Self {
+        GroupResource { group: group.to_string(), resource: resource.to_string() }
+    }
+}
+
+impl std::fmt::Display for GroupResource {
+    /// `pods` for core, `deployments.apps` otherwise.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.resource)
+        } else {
+            write!(f, "{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+/// One cause of an error (`StatusCause`): for validation, the field path
+/// (`spec.containers[0].image`), the cause type (`FieldValueRequired`, …)
+/// and the message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StatusCause {
+    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueNotSupported`,
+    /// `FieldValueDuplicate`, `FieldValueForbidden`, `FieldValueTooLong`,
+    /// `FieldValueTooMany`, `FieldValueTypeInvalid`, `FieldManagerConflict`, …
+    pub reason: String,
+    /// The full message of this cause as upstream's field.Error prints it,
+    /// e.g. `Required value` or `Invalid value: "x": must be no more than 63 characters`.
+    pub message: String,
+    /// The field path, e.g. `metadata.name`.
+    pub field: String,
+}
+
+/// An error of an API request, one variant per upstream `StatusReason` that
+/// callers branch on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// 400 BadRequest: malformed body, bad selector, strict decoding error.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 401 Unauthorized.
+    #[error("Unauthorized")]
+    Unauthorized,
+    /// 403 Forbidden, with upstream's full message (e.g. `pods is forbidden:
+    /// User "bob" cannot list resource "pods" in API group "" in the namespace "default"`).
+    #[error("{message}")]
+    Forbidden { resource: GroupResource, name: String, message: String },
+    /// 404 NotFound of an object: `pods "nope" not found`.
+    #[error("{resource} \"{name}\" not found")]
+    NotFound { resource: GroupResource, name: String },
+    /// 404 for a path no resource serves.
+    #[error("the server could not find the requested resource")]
+    PathNotFound,
+    /// 405 MethodNotAllowed: `<verb> is not supported on resources of kind "<kind>"`-style message.
+    #[error("{0}")]
+    MethodNotSupported(String),
+    /// 406 NotAcceptable: the Accept header names no media type rkube serves.
+    #[error("{0}")]
+    NotAcceptable(String),
+    /// 409 AlreadyExists: `pods "nginx" already exists`.
+    #[error("{resource} \"{name}\" already exists")]
+    AlreadyExists { resource: GroupResource, name: String },
+    /// 409 Conflict: optimistic-concurrency failure or an SSA conflict;
+    /// `message` is the reason after `Operation cannot be fulfilled on <resource> "<name>": `.
+    #[error("Operation cannot be fulfilled on {resource} \"{name}\": {message}")]
+    Conflict { resource: GroupResource, name: String, message: String, causes: Vec<StatusCause> },
+    /// 410 Expired: too-old resourceVersion or continue token.
+    #[error("{0}")]
+    Expired(String),
+    /// 413 RequestEntityTooLarge.
+    #[error("{0}")]
+    RequestEntityTooLarge(String),
+    /// 415 UnsupportedMediaType.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 422 Invalid: `<Kind> "<name>" is invalid: <causes joined>`.
+    #[error("{} \"{}\" is invalid: {}", kind, name, join_causes(causes))]
+    Invalid { group: String, kind: String, name: String, causes: Vec<StatusCause> },
+    /// 429 TooManyRequests, with `Retry-After` seconds.
+    #[error("{message}")]
+    TooManyRequests { message: String, retry_after_seconds: u32 },
+    /// 500 InternalError: `Internal error occurred: <message>`.
+    #[error("Internal error occurred: {0}")]
+    Internal(String),
+    /// 503 ServiceUnavailable.
+    #[error("{0}")]
+    ServiceUnavailable(String),
+    /// 504 Timeout.
+    #[error("{0}")]
+    Timeout(String),
+}
+
+fn join_causes(causes: &[StatusCause]) -> String {
+    let parts: Vec<String> = causes
+        .iter()
+        .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
+        .collect();
+    if parts.len() == 1 {
+        parts[0].clone()
+    } else {
+        format!("[{}]", parts.join(", "))
+    }
+}
+
+impl ApiError {
+    /// The HTTP status code (also the Status body's `code`).
+    pub fn code(&self) -> u16 {
+        match self {
+            ApiError::BadRequest(_) => 400,
+            ApiError::Unauthorized => 401,
+            ApiError::Forbidden { .. } => 403,
+            ApiError::NotFound { .. } | ApiError::PathNotFound => 404,
+            ApiError::MethodNotSupported(_) => 405,
+            ApiError::NotAcceptable(_) => 406,
+            ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
+            ApiError::Expired(_) => 410,
+            ApiError::RequestEntityTooLarge(_) => 413,
+            ApiError::UnsupportedMediaType(_) => 415,
+            ApiError::Invalid { .. } => 422,
+            ApiError::TooManyRequests { .. } => 429,
+            ApiError::Internal(_) => 500,
+            ApiError::ServiceUnavailable(_) => 503,
+            ApiError::Timeout(_) => 504,
+        }
+    }
+
+    /// The `StatusReason`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ApiError::BadRequest(_) => "BadRequest",
+            ApiError::Unauthorized => "Unauthorized",
+            ApiError::Forbidden { .. } => "Forbidden",
+            ApiError::NotFound { .. } | ApiError::PathNotFound => "NotFound",
+            ApiError::MethodNotSupported(_) => "MethodNotAllowed",
+            ApiError::NotAcceptable(_) => "NotAcceptable",
+            ApiError::AlreadyExists { .. } => "AlreadyExists",
+            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Expired(_) => "Expired",
+            ApiError::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
+            ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            ApiError::Invalid { .. } => "Invalid",
+            ApiError::TooManyRequests { .. } => "TooManyRequests",
+            ApiError::Internal(_) => "InternalError",
+            ApiError::ServiceUnavailable(_) => "ServiceUnavailable",
+            ApiError::Timeout(_) => "Timeout",
+        }
+    }
+
+    /// The `Status` object clients decode. `details` is always present
+    /// (kubectl debug dereferences it).
+    pub fn to_status(&self) -> Value {
+        let mut details = serde_json::Map::new();
+        let mut put = |k: &str, v: Value| {
+            details.insert(k.to_string(), v);
+        };
+        match self {
+            ApiError::NotFound { resource, name }
+            | ApiError::AlreadyExists { resource, name }
+            | ApiError::Forbidden { resource, name, .. } => {
+                put("name", json!(name));
+                put("group", json!(resource.group));
+                put("kind", json!(resource.resource));
+            }
+            ApiError::Conflict { resource, name, causes, .. } => {
+                put("name", json!(name));
+                put("group", json!(resource.group));
+                put("kind", json!(resource.resource));
+                if !causes.is_empty() {
+                    put("causes", json!(causes));
+                }
+            }
+            ApiError::Invalid { group, kind, name, causes } => {
+                put("name", json!(name));
+                put("group", json!(group));
+                put("kind", json!(kind));
+                put("causes", json!(causes));
+            }
+            ApiError::TooManyRequests { retry_after_seconds, .. } => {
+                put("retryAfterSeconds", json!(retry_after_seconds));
+            }
+            _ => {}
+        }
+        // Upstream omits empty group/name strings.
+        details.retain(|_, v| v != &json!(""));
+        json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.to_string(),
+            "reason": self.reason(),
+            "details": details,
+            "code": self.code(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_has_upstream_message_and_details() {
+        let e = ApiError::NotFound { resource: GroupResource::new("", "pods"), name: "nope".into() };
+        let s = e.to_status();
+        assert_eq!(s["message"], "pods \"nope\" not found");
+        assert_eq!(s["reason"], "NotFound");
+        assert_eq!(s["code"], 404);
+        assert_eq!(s["details"], json!({"name": "nope", "kind": "pods"}));
+    }
+
+    #[test]
+    fn conflict_message_names_the_group_resource() {
+        let e = ApiError::Conflict {
+            resource: GroupResource::new("apps", "deployments"),
+            name: "web".into(),
+            message: "the object has been modified; please apply your changes to the latest version and try again".into(),
+            causes: vec![],
+        };
+        assert_eq!(
+            e.to_string(),
+            "Operation cannot be fulfilled on deployments.apps \"web\": the object has been modified; please apply your changes to the latest version and try again"
+        );
+        assert_eq!(e.code(), 409);
+    }
+
+    #[test]
+    fn invalid_lists_causes_like_upstream() {
+        let one = ApiError::Invalid {
+            group: "".into(),
+            kind: "Pod".into(),
+            name: "x".into(),
+            causes: vec![StatusCause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: "spec.containers[0].image".into(),
+            }],
+        };
+        assert_eq!(one.to_string(), "Pod \"x\" is invalid: spec.containers[0].image: Required value");
+        let s = one.to_status();
+        assert_eq!(s["details"]["causes"][0]["field"], "spec.containers[0].image");
+        assert_eq!(s["details"]["kind"], "Pod");
+        assert_eq!(s["code"], 422);
+    }
+
+    #[test]
+    fn details_is_present_even_when_empty() {
+        let s = ApiError::PathNotFound.to_status();
+        assert_eq!(s["details"], json!({}));
+        assert_eq!(s["message"], "the server could not find the requested resource");
+    }
+}

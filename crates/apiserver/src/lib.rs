@@ -1,0 +1,111 @@
+//! The Kubernetes API server: HTTPS only, the one component that touches
+//! storage.
+//!
+//! Modules:
+//! - [`tls`]: rustls configuration (TLS 1.2/1.3, ALPN h2 + http/1.1,
+//!   optional client certificates verified against the cluster CA) and the
+//!   per-connection [`tls::PeerCertificates`] request extension;
+//! - [`listener`]: the accept loop, HTTP/1.1 + HTTP/2 via hyper-util, and
+//!   graceful shutdown;
+//! - [`router`]: the routes;
+//! - [`health`]: `/healthz`, `/livez`, `/readyz` in upstream's format;
+//! - [`status`]: Kubernetes `Status` error bodies.
+//!
+//! Usage: [`ApiServer::bind`] (fails fast on a taken port), then
+//! [`ApiServer::serve`] with a shutdown future. [`ApiServer::health`] lets
+//! the caller wait until `/readyz` would pass.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rkube_store::SharedStore;
+
+pub mod health;
+pub mod listener;
+pub mod router;
+pub mod status;
+pub mod tls;
+
+pub use health::Health;
+pub use tls::{PeerCertificates, TlsMaterial};
+
+/// The `component` field of this crate's log events.
+pub const COMPONENT: &str = "apiserver";
+
+/// Default time in-flight requests get to finish at shutdown.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Errors of starting the API server.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The listen address could not be bound (in use, not local, privileged port …).
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The OS error; its kind tells which case it is.
+        source: std::io::Error,
+    },
+    /// The TLS material is unusable; the message says which part.
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+}
+
+/// Everything the API server needs.
+pub struct Config {
+    /// Where to listen, e.g. `0.0.0.0:6443`.
+    pub bind_address: SocketAddr,
+    /// Serving certificate, key and client CA.
+    pub tls: TlsMaterial,
+    /// The cluster state.
+    pub store: SharedStore,
+    /// How long in-flight requests may take to finish at shutdown.
+    pub shutdown_grace: Duration,
+}
+
+/// A bound, not yet serving, API server.
+pub struct ApiServer {
+    listener: listener::TlsListener,
+    health: Health,
+    store: SharedStore,
+    shutdown_grace: Duration,
+}
+
+impl ApiServer {
+    /// Validates the TLS material and binds the listen address.
+    pub async fn bind(config: Config) -> Result<Self, Error> {
+        let tls = tls::server_config(&config.tls)?;
+        let listener = listener::TlsListener::bind(config.bind_address, tls).await?;
+        Ok(ApiServer {
+            listener,
+            health: Health::new(config.store.clone()),
+            store: config.store,
+            shutdown_grace: config.shutdown_grace,
+        })
+    }
+
+    /// The bound address (with the real port when port 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr()
+    }
+
+    /// A handle on the health checks (e.g. to wait until `/readyz` passes).
+    pub fn health(&self) -> Health {
+        self.health.clone()
+    }
+
+    /// Serves until `shutdown` resolves; then `/readyz` starts failing, the
+    /// listener closes and in-flight requests get the grace period to finish.
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) {
+        let ApiServer { listener, health, store, shutdown_grace } = self;
+        tracing::info!(component = COMPONENT, address = %listener.local_addr(), "serving HTTPS (HTTP/2 and HTTP/1.1)");
+        let app = router::router(router::AppState { store, health: health.clone() });
+        let shutdown = async move {
+            shutdown.await;
+            health.start_shutdown();
+        };
+        listener.serve(app, shutdown, shutdown_grace).await;
+        tracing::info!(component = COMPONENT, "API server stopped");
+    }
+}

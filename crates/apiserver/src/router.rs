@@ -1,0 +1,61 @@
+//! The HTTP routes of the API server.
+//!
+//! Today: `/version`, the health endpoints, and a Kubernetes `Status` 404
+//! for everything else. The REST API (`/api`, `/apis`, discovery, OpenAPI)
+//! is added here in later releases, behind authentication and authorization.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use rkube_apimachinery::version::Info;
+use rkube_store::SharedStore;
+
+use crate::health::{self, Endpoint, Health};
+use crate::status::StatusError;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The cluster state.
+    pub store: SharedStore,
+    /// Health checks (shared with the process that waits for readiness).
+    pub health: Health,
+}
+
+/// Builds the router over `state`.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/version", get(version))
+        .route("/healthz", get(|s, q| root(s, q, Endpoint::Healthz)))
+        .route("/livez", get(|s, q| root(s, q, Endpoint::Livez)))
+        .route("/readyz", get(|s, q| root(s, q, Endpoint::Readyz)))
+        .route("/healthz/{check}", get(|s, p| single(s, p, Endpoint::Healthz)))
+        .route("/livez/{check}", get(|s, p| single(s, p, Endpoint::Livez)))
+        .route("/readyz/{check}", get(|s, p| single(s, p, Endpoint::Readyz)))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+/// `GET /version`: `version.Info` as indented JSON, like upstream's
+/// `responsewriters.WriteRawJSON`.
+async fn version() -> Response {
+    let body = serde_json::to_string_pretty(&Info::current()).expect("version info always serializes");
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn root(State(state): State<AppState>, RawQuery(query): RawQuery, endpoint: Endpoint) -> Response {
+    health::root(&state.health, endpoint, query.as_deref()).await
+}
+
+async fn single(State(state): State<AppState>, Path(check): Path<String>, endpoint: Endpoint) -> Response {
+    match health::single(&state.health, endpoint, &check).await {
+        Some(resp) => resp,
+        None => StatusError::path_not_found().into_response(),
+    }
+}
+
+async fn not_found() -> StatusError {
+    StatusError::path_not_found()
+}

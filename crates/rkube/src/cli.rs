@@ -1,0 +1,230 @@
+//! Command line: `rkube [global options] <command>`.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use rkube_pki::San;
+use rkube_store::DatastoreEndpoint;
+
+use crate::net::Cidr;
+
+/// Kubernetes in one binary: the control plane and (in a later release) the
+/// node agent.
+#[derive(Debug, Parser)]
+#[command(name = "rkube", about, long_about = None)]
+pub struct Cli {
+    /// Log filter: a level (error, warn, info, debug, trace) or RUST_LOG-style
+    /// directives such as `info,rkube_apiserver=debug`. Default: $RUST_LOG,
+    /// else info.
+    #[arg(long, global = true, value_name = "FILTER", env = "RKUBE_LOG_LEVEL")]
+    pub log_level: Option<String>,
+
+    /// More logging: -v for debug, -vv for trace (ignored with --log-level).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a control-plane server: the API server over HTTPS, backed by the
+    /// embedded SQLite store or etcd. Creates the cluster PKI and an admin
+    /// kubeconfig at <data-dir>/admin.kubeconfig on first start.
+    Server(ServerArgs),
+}
+
+/// Flags of `rkube server`. Each can also be given as an environment variable
+/// `RKUBE_<FLAG>` (e.g. `RKUBE_DATA_DIR`); the flag wins.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Directory for all state: server/tls (PKI), server/db (SQLite), admin.kubeconfig.
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/rkube", env = "RKUBE_DATA_DIR")]
+    pub data_dir: PathBuf,
+
+    /// Address the HTTPS API listens on (0.0.0.0 = every IPv4 address; :: = every address).
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0", env = "RKUBE_BIND_ADDRESS")]
+    pub bind_address: IpAddr,
+
+    /// Address other nodes and clients reach this server at [default: the
+    /// bind address if specific, else the source address of the default
+    /// route, else the first non-loopback address, else 127.0.0.1].
+    #[arg(long, value_name = "ADDR", env = "RKUBE_ADVERTISE_ADDRESS")]
+    pub advertise_address: Option<IpAddr>,
+
+    /// Port of the HTTPS API.
+    #[arg(long, value_name = "PORT", default_value_t = 6443, value_parser = clap::value_parser!(u16).range(1..), env = "RKUBE_HTTPS_PORT")]
+    pub https_port: u16,
+
+    /// Where cluster state lives: sqlite:///absolute/path/state.db or
+    /// etcd://host:port[,host:port...] [default: sqlite://<data-dir>/server/db/state.db].
+    #[arg(long, value_name = "URL", value_parser = DatastoreEndpoint::parse, env = "RKUBE_DATASTORE_ENDPOINT")]
+    pub datastore_endpoint: Option<DatastoreEndpoint>,
+
+    /// Pod IP range of the cluster.
+    #[arg(long, value_name = "CIDR", default_value = "10.42.0.0/16", env = "RKUBE_CLUSTER_CIDR")]
+    pub cluster_cidr: Cidr,
+
+    /// Service ClusterIP range; its first address is the `kubernetes` Service.
+    #[arg(long, value_name = "CIDR", default_value = "10.43.0.0/16", env = "RKUBE_SERVICE_CIDR")]
+    pub service_cidr: Cidr,
+
+    /// ClusterIP of the cluster DNS Service; must lie in --service-cidr
+    /// [default: the 10th address of --service-cidr, 10.43.0.10].
+    #[arg(long, value_name = "IP", env = "RKUBE_CLUSTER_DNS")]
+    pub cluster_dns: Option<IpAddr>,
+
+    /// DNS domain of the cluster.
+    #[arg(long, value_name = "DOMAIN", default_value = "cluster.local", env = "RKUBE_CLUSTER_DOMAIN")]
+    pub cluster_domain: String,
+
+    /// Extra name or IP for the API serving certificate; repeatable and/or comma-separated.
+    #[arg(long = "tls-san", value_name = "NAME", value_delimiter = ',', value_parser = San::parse, env = "RKUBE_TLS_SAN")]
+    pub tls_san: Vec<San>,
+
+    /// Also write the admin kubeconfig (mode 0600) to this path.
+    #[arg(long, value_name = "PATH", env = "RKUBE_WRITE_KUBECONFIG")]
+    pub write_kubeconfig: Option<PathBuf>,
+
+    /// Run only the control plane, without the node agent.
+    #[arg(long, env = "RKUBE_DISABLE_AGENT")]
+    pub disable_agent: bool,
+}
+
+/// The version line: rkube's version and the Kubernetes API level it serves.
+pub fn version_string() -> String {
+    use rkube_apimachinery::version;
+    format!(
+        "{} (Kubernetes API level {}.{}, reported as {})",
+        env!("CARGO_PKG_VERSION"),
+        version::KUBERNETES_MAJOR,
+        version::KUBERNETES_MINOR,
+        version::git_version()
+    )
+}
+
+/// Checks across flags that clap cannot express. Returns the message to
+/// show (naming the flags involved) on the first problem found.
+pub fn validate(args: &ServerArgs) -> Result<(), String> {
+    if args.data_dir.as_os_str().is_empty() {
+        return Err("--data-dir must not be empty".into());
+    }
+    if let Some(ip) = args.advertise_address {
+        if ip.is_unspecified() || ip.is_multicast() {
+            return Err(format!("--advertise-address {ip} is not an address clients can reach; give one of this host's addresses"));
+        }
+    }
+    let svc = &args.service_cidr;
+    // kube-apiserver refuses service ranges of more than 2^20 addresses.
+    if svc.host_bits() > 20 {
+        let min = if svc.network().is_ipv4() { 12 } else { 108 };
+        return Err(format!(
+            "--service-cidr {svc} is too large: at most 2^20 addresses are allowed, so the prefix length must be at least /{min}"
+        ));
+    }
+    if svc.host_bits() < 4 {
+        return Err(format!(
+            "--service-cidr {svc} is too small: it needs room for the kubernetes Service, the cluster DNS and other Services (use /28 or larger)"
+        ));
+    }
+    if args.cluster_cidr.overlaps(svc) {
+        return Err(format!(
+            "--cluster-cidr {} and --service-cidr {svc} overlap; pod and Service addresses must come from separate ranges",
+            args.cluster_cidr
+        ));
+    }
+    if let Some(dns) = args.cluster_dns {
+        if !svc.contains(dns) {
+            return Err(format!(
+                "--cluster-dns {dns} is outside --service-cidr {svc}; pick an address inside it, e.g. {}",
+                default_cluster_dns(svc)
+            ));
+        }
+        let kubernetes = svc.nth(1).expect("a service CIDR of /28 or larger has a first address");
+        if dns == svc.network() || dns == svc.last() || dns == kubernetes {
+            return Err(format!(
+                "--cluster-dns {dns} is reserved in --service-cidr {svc} (network, broadcast or the kubernetes Service address {kubernetes}); use e.g. {}",
+                default_cluster_dns(svc)
+            ));
+        }
+    }
+    San::parse(&args.cluster_domain).ok().filter(|s| matches!(s, San::Dns(d) if !d.starts_with('*'))).ok_or_else(
+        || format!("--cluster-domain {:?} is not a valid DNS domain such as cluster.local", args.cluster_domain),
+    )?;
+    Ok(())
+}
+
+/// The default cluster DNS address: the 10th address of the service range
+/// (10.43.0.10 for 10.43.0.0/16), as k3s and kubeadm choose it.
+pub fn default_cluster_dns(service_cidr: &Cidr) -> IpAddr {
+    service_cidr.nth(10).expect("service CIDRs are validated to hold at least 16 addresses")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<ServerArgs, String> {
+        let mut argv = vec!["rkube", "server"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        let Command::Server(server) = cli.command;
+        validate(&server)?;
+        Ok(server)
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_are_k3s_style() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.data_dir, PathBuf::from("/var/lib/rkube"));
+        assert_eq!(a.bind_address.to_string(), "0.0.0.0");
+        assert_eq!(a.https_port, 6443);
+        assert_eq!(a.cluster_cidr.to_string(), "10.42.0.0/16");
+        assert_eq!(a.service_cidr.to_string(), "10.43.0.0/16");
+        assert_eq!(default_cluster_dns(&a.service_cidr).to_string(), "10.43.0.10");
+        assert_eq!(a.cluster_domain, "cluster.local");
+        assert!(a.datastore_endpoint.is_none() && !a.disable_agent);
+    }
+
+    #[test]
+    fn tls_sans_are_repeatable_and_comma_separated() {
+        let a = parse(&["--tls-san", "a.example.com,10.1.2.3", "--tls-san", "b.example.com"]).unwrap();
+        let got: Vec<String> = a.tls_san.iter().map(ToString::to_string).collect();
+        assert_eq!(got, ["a.example.com", "10.1.2.3", "b.example.com"]);
+    }
+
+    #[test]
+    fn bad_flags_are_refused_with_the_flag_named() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--cluster-cidr", "nonsense"], "--cluster-cidr"),
+            (&["--service-cidr", "10.0.0.0/8"], "too large"),
+            (&["--cluster-cidr", "10.0.0.0/8"], "overlap"),
+            (&["--cluster-dns", "10.42.0.10"], "outside --service-cidr"),
+            (&["--cluster-dns", "10.43.0.1"], "reserved"),
+            (&["--datastore-endpoint", "mysql://x"], "use sqlite://"),
+            (&["--https-port", "0"], "--https-port"),
+            (&["--bind-address", "localhost"], "--bind-address"),
+            (&["--tls-san", "bad name"], "invalid TLS SAN"),
+            (&["--cluster-domain", "bad domain"], "--cluster-domain"),
+            (&["--advertise-address", "0.0.0.0"], "--advertise-address"),
+        ];
+        for (args, want) in cases {
+            let err = parse(args).err().unwrap_or_else(|| panic!("{args:?} should be refused"));
+            assert!(err.contains(want), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn version_names_the_api_level() {
+        assert!(version_string().contains("Kubernetes API level 1.33"));
+    }
+}

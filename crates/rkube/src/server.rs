@@ -1,0 +1,259 @@
+//! `rkube server`: PKI → datastore → compactor → HTTPS API, then wait for
+//! SIGTERM/SIGINT and shut down cleanly.
+
+use std::net::{IpAddr, SocketAddr};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use rkube_apiserver::health::Endpoint;
+use rkube_apiserver::{ApiServer, Config, TlsMaterial};
+use rkube_pki::{ClusterPki, PkiFiles, San, ServingNames};
+use rkube_store::{DatastoreEndpoint, SharedStore};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::oneshot;
+
+use crate::cli::{self, ServerArgs};
+use crate::net;
+
+const COMPONENT: &str = "rkube";
+
+/// How long in-flight requests get to finish after SIGTERM.
+const SHUTDOWN_GRACE: Duration = rkube_apiserver::DEFAULT_SHUTDOWN_GRACE;
+
+/// SIGTERM and SIGINT, registered before anything else so that an early
+/// signal is handled rather than killing the process half-way.
+struct Signals {
+    term: Signal,
+    int: Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Self> {
+        Ok(Signals {
+            term: signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?,
+            int: signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?,
+        })
+    }
+
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
+}
+
+/// Everything `start` brought up.
+struct Running {
+    server: ApiServer,
+    store: SharedStore,
+    compactor: tokio::task::JoinHandle<()>,
+    kubeconfig: PathBuf,
+}
+
+/// Runs the server until SIGTERM or SIGINT. A second signal during
+/// shutdown exits at once with status 1.
+pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
+    let mut signals = Signals::new()?;
+    if !args.disable_agent {
+        tracing::warn!(component = COMPONENT, "the node agent arrives in a later release: only the control plane runs (pass --disable-agent to silence this warning)");
+    }
+    let running = tokio::select! {
+        result = start(args) => result?,
+        sig = signals.next() => {
+            tracing::info!(component = COMPONENT, "received {sig} during startup; exiting");
+            return Ok(());
+        }
+    };
+    let Running { server, store, compactor, kubeconfig } = running;
+
+    let health = server.health();
+    let ready = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let mut last_warning: Option<std::time::Instant> = None;
+        loop {
+            let report = health.evaluate(Endpoint::Readyz, &[]).await;
+            if report.passed() {
+                let path = kubeconfig.display();
+                tracing::info!(
+                    component = COMPONENT,
+                    "rkube is ready: kubeconfig written to {path}; try: kubectl --kubeconfig {path} get --raw /readyz"
+                );
+                return;
+            }
+            let due = last_warning
+                .map_or(started.elapsed() >= Duration::from_secs(5), |t| t.elapsed() >= Duration::from_secs(30));
+            if due {
+                tracing::warn!(component = COMPONENT, failed = %report.failure_summary(), "not ready yet");
+                last_warning = Some(std::time::Instant::now());
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    });
+
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(async {
+        let _ = stop_rx.await;
+    }));
+
+    let sig = signals.next().await;
+    tracing::info!(component = COMPONENT, "received {sig}; shutting down (send it again to exit immediately)");
+    tokio::spawn(async move {
+        let sig = signals.next().await;
+        tracing::error!(component = COMPONENT, "received {sig} again; exiting without finishing the shutdown");
+        std::process::exit(1);
+    });
+
+    ready.abort();
+    let _ = stop_tx.send(());
+    if let Err(e) = serving.await {
+        tracing::error!(component = COMPONENT, error = %e, "the API server task failed");
+    }
+    compactor.abort();
+    let _ = compactor.await;
+    drop(store);
+    tracing::info!(component = COMPONENT, "rkube server stopped");
+    Ok(())
+}
+
+/// PKI, kubeconfigs, datastore, compactor and the bound listener.
+async fn start(args: ServerArgs) -> anyhow::Result<Running> {
+    let data_dir = std::path::absolute(&args.data_dir)
+        .with_context(|| format!("cannot resolve --data-dir {}", args.data_dir.display()))?;
+    tracing::info!(component = COMPONENT, version = %cli::version_string(), data_dir = %data_dir.display(), "starting rkube server");
+    prepare_data_dir(&data_dir)?;
+
+    // PKI.
+    let excluded = [args.cluster_cidr, args.service_cidr];
+    let host_addresses = net::host_addresses(&excluded);
+    let advertise_address =
+        args.advertise_address.unwrap_or_else(|| net::default_advertise_address(args.bind_address, &host_addresses));
+    let kubernetes_service_ip = args.service_cidr.nth(1).expect("validated service CIDR has a first address");
+    let mut extra = args.tls_san.clone();
+    if !args.bind_address.is_unspecified() {
+        extra.push(San::Ip(args.bind_address));
+    }
+    let names = ServingNames {
+        advertise_address,
+        host_addresses,
+        kubernetes_service_ip,
+        cluster_domain: args.cluster_domain.clone(),
+        extra,
+    };
+    let cluster_dns = args.cluster_dns.unwrap_or_else(|| cli::default_cluster_dns(&args.service_cidr));
+    tracing::info!(
+        component = COMPONENT,
+        %advertise_address,
+        cluster_cidr = %args.cluster_cidr,
+        service_cidr = %args.service_cidr,
+        %cluster_dns,
+        cluster_domain = %args.cluster_domain,
+        "cluster network settings"
+    );
+    let files = PkiFiles::for_data_dir(&data_dir);
+    let pki = ClusterPki::ensure(&files, &names)
+        .with_context(|| format!("cannot set up the cluster PKI in {}", files.dir.display()))?;
+
+    // Kubeconfigs.
+    let server_url = net::local_server_url(args.bind_address, args.https_port);
+    let yaml = pki.admin_kubeconfig(&server_url).to_yaml();
+    let admin_kubeconfig = data_dir.join("admin.kubeconfig");
+    write_kubeconfig(&admin_kubeconfig, &yaml)?;
+    let mut shown_kubeconfig = admin_kubeconfig;
+    if let Some(path) = &args.write_kubeconfig {
+        let path = std::path::absolute(path)
+            .with_context(|| format!("cannot resolve --write-kubeconfig {}", path.display()))?;
+        write_kubeconfig(&path, &yaml).context("check the --write-kubeconfig path")?;
+        shown_kubeconfig = path;
+    }
+
+    // Datastore.
+    let endpoint = args.datastore_endpoint.clone().unwrap_or_else(|| DatastoreEndpoint::default_for(&data_dir));
+    tracing::info!(component = COMPONENT, %endpoint, "opening the datastore");
+    let store = rkube_store::open(&endpoint).await.map_err(|e| {
+        let hint = match endpoint {
+            DatastoreEndpoint::Etcd(_) => {
+                "check that etcd is running and reachable, or choose another --datastore-endpoint"
+            }
+            DatastoreEndpoint::Sqlite(_) => {
+                "check the path and its permissions, or choose another --datastore-endpoint"
+            }
+        };
+        anyhow!("cannot open the datastore {endpoint}: {e}; {hint}")
+    })?;
+    match store.current_revision().await {
+        Ok(revision) => tracing::info!(component = COMPONENT, %endpoint, revision, "datastore open"),
+        Err(e) => {
+            tracing::warn!(component = COMPONENT, %endpoint, error = %e, "datastore opened but does not answer yet; /readyz fails until it does")
+        }
+    }
+    let interval = rkube_store::compactor::DEFAULT_COMPACTION_INTERVAL;
+    let compactor = rkube_store::spawn_compactor(store.clone(), interval);
+    tracing::info!(
+        component = COMPONENT,
+        interval_seconds = interval.as_secs(),
+        "compacting datastore history periodically"
+    );
+
+    // HTTPS API.
+    let bind = SocketAddr::new(args.bind_address, args.https_port);
+    let server = ApiServer::bind(Config {
+        bind_address: bind,
+        tls: TlsMaterial {
+            serving_cert_pem: pki.serving.cert_pem.clone(),
+            serving_key_pem: pki.serving.key_pem.clone(),
+            client_ca_pem: pki.ca.cert_pem.clone(),
+        },
+        store: store.clone(),
+        shutdown_grace: SHUTDOWN_GRACE,
+    })
+    .await
+    .map_err(explain_bind_error)?;
+
+    Ok(Running { server, store, compactor, kubeconfig: shown_kubeconfig })
+}
+
+/// Creates the data dir and `<data-dir>/server` (mode 0700: it holds the
+/// database and the keys).
+fn prepare_data_dir(data_dir: &Path) -> anyhow::Result<()> {
+    let server_dir = data_dir.join("server");
+    std::fs::create_dir_all(&server_dir).with_context(|| {
+        format!("cannot create {}; run as root or choose a writable --data-dir", server_dir.display())
+    })?;
+    std::fs::set_permissions(&server_dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot set mode 0700 on {}", server_dir.display()))?;
+    Ok(())
+}
+
+fn write_kubeconfig(path: &Path, yaml: &str) -> anyhow::Result<()> {
+    let changed = rkube_pki::write_private_file(path, yaml.as_bytes())
+        .with_context(|| format!("cannot write the admin kubeconfig to {}", path.display()))?;
+    if changed {
+        tracing::info!(component = COMPONENT, path = %path.display(), "wrote the admin kubeconfig");
+    } else {
+        tracing::info!(component = COMPONENT, path = %path.display(), "admin kubeconfig is up to date");
+    }
+    Ok(())
+}
+
+/// Turns a listener error into advice naming the flag to change.
+fn explain_bind_error(e: rkube_apiserver::Error) -> anyhow::Error {
+    let rkube_apiserver::Error::Bind { addr, source } = &e else {
+        return anyhow!(e);
+    };
+    let (ip, port): (IpAddr, u16) = (addr.ip(), addr.port());
+    match source.kind() {
+        std::io::ErrorKind::AddrInUse => anyhow!(
+            "cannot listen on {addr}: port {port} is already in use (is another rkube or kube-apiserver running?); stop that process or choose another port with --https-port"
+        ),
+        std::io::ErrorKind::AddrNotAvailable => anyhow!(
+            "cannot listen on {addr}: {ip} is not an address of this host; choose one of its addresses (or 0.0.0.0) with --bind-address"
+        ),
+        std::io::ErrorKind::PermissionDenied => anyhow!(
+            "cannot listen on {addr}: permission denied; ports below 1024 need root or CAP_NET_BIND_SERVICE, choose another with --https-port"
+        ),
+        _ => anyhow!("cannot listen on {addr}: {source}; check --bind-address and --https-port"),
+    }
+}

@@ -1,0 +1,418 @@
+//! Test harness: runs the real `rkube` binary as `rkube server
+//! --disable-agent` on 127.0.0.1 with a fresh data dir and a free port,
+//! waits until `/readyz` answers `ok` over TLS, and always tears it down.
+//!
+//! - [`TestServer::start`] / [`TestServer::start_with`]: start and wait for
+//!   readiness; on timeout or early exit, panic with the server's stderr.
+//! - [`TestServer::get`]: an HTTPS GET with the cluster CA and the admin
+//!   client certificate (a small blocking rustls client).
+//! - [`TestServer::kubectl`]: runs `/usr/bin/kubectl --kubeconfig <admin>`.
+//! - [`TestServer::stop`]: SIGTERM and wait (SIGKILL after 10 s); returns
+//!   the exit status. `Drop` does the same to the whole process group
+//!   (SIGTERM, then SIGKILL after 3 s), also when a test panics; and the
+//!   kernel SIGKILLs the server if the test binary itself dies
+//!   (`PR_SET_PDEATHSIG`).
+//!
+//! Use from a test file with `mod support;`.
+#![allow(dead_code)]
+
+#[path = "../../../store/tests/support/etcd.rs"]
+pub mod etcd;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+
+/// The binary under test.
+pub const RKUBE: &str = env!("CARGO_BIN_EXE_rkube");
+/// The kubectl dispatcher (picks kubectl 1.33 from the server's /version).
+pub const KUBECTL: &str = "/usr/bin/kubectl";
+/// How long [`TestServer::start`] waits for `/readyz`.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How to start a test server.
+#[derive(Clone, Debug, Default)]
+pub struct TestServerOptions {
+    /// `--datastore-endpoint`; default: SQLite under the data dir.
+    pub datastore_endpoint: Option<String>,
+    /// Use this data dir instead of a fresh temporary one (to restart a
+    /// server on the same state); the caller keeps it alive.
+    pub data_dir: Option<PathBuf>,
+    /// Use this port instead of a free one.
+    pub port: Option<u16>,
+    /// More flags for `rkube server`.
+    pub extra_args: Vec<String>,
+}
+
+/// A running `rkube server` (see the module docs).
+pub struct TestServer {
+    child: Option<Child>,
+    /// Keeps a fresh data dir alive as long as the server.
+    _tmp: Option<tempfile::TempDir>,
+    data_dir: PathBuf,
+    port: u16,
+    stderr: Arc<Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
+    kubectl_cache: tempfile::TempDir,
+}
+
+impl TestServer {
+    /// Starts a server with default options; panics (with its stderr) if it
+    /// is not ready within [`READY_TIMEOUT`].
+    pub fn start() -> TestServer {
+        Self::start_with(TestServerOptions::default())
+    }
+
+    /// Starts a server with `options`; panics (with its stderr) if it does
+    /// not become ready. Retries on another port if the free port was taken
+    /// meanwhile.
+    pub fn start_with(options: TestServerOptions) -> TestServer {
+        let mut last_logs = String::new();
+        for _ in 0..3 {
+            let mut server = Self::spawn(&options);
+            match server.wait_ready() {
+                Ok(()) => return server,
+                Err(e) if options.port.is_none() && server.logs().contains("already in use") => {
+                    last_logs = format!("{e}\n{}", server.logs());
+                    continue;
+                }
+                Err(e) => panic!("rkube server did not become ready: {e}\n--- rkube stderr ---\n{}", server.logs()),
+            }
+        }
+        panic!("rkube server could not find a free port: {last_logs}");
+    }
+
+    /// Starts `rkube server` without waiting for readiness.
+    pub fn spawn(options: &TestServerOptions) -> TestServer {
+        let (tmp, data_dir) = match &options.data_dir {
+            Some(dir) => (None, dir.clone()),
+            None => {
+                let tmp = tempfile::Builder::new().prefix("rkube-test-").tempdir().expect("temporary data dir");
+                let dir = tmp.path().to_path_buf();
+                (Some(tmp), dir)
+            }
+        };
+        let port = options.port.unwrap_or_else(free_port);
+        let mut cmd = Command::new(RKUBE);
+        cmd.arg("server")
+            .arg("--disable-agent")
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .args(["--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1"])
+            .arg("--https-port")
+            .arg(port.to_string());
+        if let Some(endpoint) = &options.datastore_endpoint {
+            cmd.arg("--datastore-endpoint").arg(endpoint);
+        }
+        cmd.args(&options.extra_args).stdout(Stdio::null()).stderr(Stdio::piped());
+        let child = spawn_in_own_group(cmd).expect("spawn rkube");
+        let mut server = TestServer {
+            child: Some(child),
+            _tmp: tmp,
+            data_dir,
+            port,
+            stderr: Arc::default(),
+            stderr_reader: None,
+            kubectl_cache: tempfile::tempdir().expect("kubectl cache dir"),
+        };
+        let stderr = server.child.as_mut().unwrap().stderr.take().unwrap();
+        let sink = server.stderr.clone();
+        server.stderr_reader = Some(std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
+                s.push_str(&line);
+                s.push('\n');
+            }
+        }));
+        server
+    }
+
+    /// Polls `GET /readyz` until it answers `200 ok`.
+    pub fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let mut last = String::from("no answer yet");
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                self.join_stderr();
+                return Err(format!("rkube exited early with {status}"));
+            }
+            if self.ca_path().exists() && self.kubeconfig().exists() {
+                match self.try_get("/readyz") {
+                    Ok((200, body)) if body == "ok" => return Ok(()),
+                    Ok((code, body)) => last = format!("{code} {body}"),
+                    Err(e) => last = e,
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!("/readyz not ok within {READY_TIMEOUT:?}; last answer: {last}"))
+    }
+
+    /// The data dir.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// The HTTPS port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `<data-dir>/admin.kubeconfig`.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.data_dir.join("admin.kubeconfig")
+    }
+
+    /// `<data-dir>/server/tls`.
+    pub fn tls_dir(&self) -> PathBuf {
+        self.data_dir.join("server").join("tls")
+    }
+
+    fn ca_path(&self) -> PathBuf {
+        self.tls_dir().join("ca.crt")
+    }
+
+    /// The process id of the server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn logs(&self) -> String {
+        self.stderr.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// `kubectl --kubeconfig <admin.kubeconfig> <args>` with a private cache dir.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_with(&self.kubeconfig(), args)
+    }
+
+    /// `kubectl --kubeconfig <kubeconfig> <args>` with a private cache dir.
+    pub fn kubectl_with(&self, kubeconfig: &Path, args: &[&str]) -> Output {
+        Command::new(KUBECTL)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.kubectl_cache.path())
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run kubectl")
+    }
+
+    /// HTTPS GET of `path` as the admin user; `(status, body)`. Panics on
+    /// connection errors.
+    pub fn get(&self, path: &str) -> (u16, String) {
+        self.try_get(path).unwrap_or_else(|e| panic!("GET {path}: {e}\n--- rkube stderr ---\n{}", self.logs()))
+    }
+
+    /// HTTPS GET of `path` as the admin user.
+    pub fn try_get(&self, path: &str) -> Result<(u16, String), String> {
+        https_get(SocketAddr::from((Ipv4Addr::LOCALHOST, self.port)), &self.tls_dir(), path)
+    }
+
+    /// Sends `signal` (e.g. `libc::SIGTERM`) to the server process.
+    pub fn signal(&self, signal: i32) {
+        if let Some(pid) = self.pid() {
+            // SAFETY: kill(2) with a pid we spawned.
+            unsafe {
+                libc::kill(pid as i32, signal);
+            }
+        }
+    }
+
+    /// SIGTERM, then waits up to 10 s (SIGKILL after that); returns the
+    /// exit status and how long the exit took.
+    pub fn stop(&mut self) -> (ExitStatus, Duration) {
+        self.signal(libc::SIGTERM);
+        self.wait_exit(Duration::from_secs(10))
+    }
+
+    /// Waits for the server to exit by itself (after a signal the test
+    /// sent), SIGKILLing it after `timeout`; returns the exit status and how
+    /// long the wait took.
+    pub fn wait_exit(&mut self, timeout: Duration) -> (ExitStatus, Duration) {
+        let started = Instant::now();
+        let status = self.wait_or_kill(timeout);
+        (status, started.elapsed())
+    }
+
+    fn wait_or_kill(&mut self, grace: Duration) -> ExitStatus {
+        let mut child = self.child.take().expect("server still running");
+        let deadline = Instant::now() + grace;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    kill_group(child.id(), libc::SIGKILL);
+                    break child.wait().expect("wait for rkube");
+                }
+            }
+        };
+        // Leftovers in the group (none expected) go too.
+        kill_group(child.id(), libc::SIGKILL);
+        self.join_stderr();
+        status
+    }
+
+    fn join_stderr(&mut self) {
+        if let Some(reader) = self.stderr_reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(child) = &self.child {
+            kill_group(child.id(), libc::SIGTERM);
+            self.wait_or_kill(Duration::from_secs(3));
+        }
+    }
+}
+
+/// A port that was free a moment ago on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a probe port").local_addr().unwrap().port()
+}
+
+fn kill_group(pgid: u32, signal: i32) {
+    // SAFETY: kill(2) on the process group our child leads.
+    unsafe {
+        libc::kill(-(pgid as i32), signal);
+    }
+}
+
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// Spawns `cmd` (stdin from /dev/null) as the leader of a new process group,
+/// from one long-lived thread that asks the kernel to SIGKILL the child when
+/// that thread (i.e. the test binary) dies: `PR_SET_PDEATHSIG` fires when
+/// the forking *thread* exits, so short-lived test threads must not fork.
+fn spawn_in_own_group(mut cmd: Command) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0).stdin(Stdio::null());
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("rkube-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    // SAFETY: prctl is async-signal-safe and touches no
+                    // memory of the parent.
+                    unsafe {
+                        cmd.pre_exec(|| {
+                            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                                return Err(std::io::Error::last_os_error());
+                            }
+                            Ok(())
+                        });
+                    }
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .expect("spawn the rkube-spawner thread");
+        Mutex::new(tx)
+    });
+    let (reply_tx, reply_rx) = mpsc::channel();
+    spawner
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send((cmd, reply_tx))
+        .map_err(|_| std::io::Error::other("the rkube-spawner thread is gone"))?;
+    reply_rx.recv().map_err(|_| std::io::Error::other("the rkube-spawner thread is gone"))?
+}
+
+/// Runs `rkube <args>` to completion (killing it after `timeout`) and
+/// returns its output; for flag-validation tests.
+pub fn run_rkube(args: &[&str], timeout: Duration) -> Output {
+    let mut cmd = Command::new(RKUBE);
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = spawn_in_own_group(cmd).expect("spawn rkube");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            s
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait().expect("wait for rkube") {
+            Some(status) => break status,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            None => {
+                kill_group(child.id(), libc::SIGKILL);
+                let _ = child.wait();
+                panic!("rkube {args:?} did not exit within {timeout:?}");
+            }
+        }
+    };
+    Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
+}
+
+/// A blocking HTTPS GET over HTTP/1.1 to `addr`, trusting `<tls_dir>/ca.crt`
+/// and presenting `<tls_dir>/admin.crt`; `(status, body)`.
+pub fn https_get(addr: SocketAddr, tls_dir: &Path, path: &str) -> Result<(u16, String), String> {
+    let read = |name: &str| std::fs::read(tls_dir.join(name)).map_err(|e| format!("read {name}: {e}"));
+    let ca = CertificateDer::from_pem_slice(&read("ca.crt")?).map_err(|e| format!("ca.crt: {e}"))?;
+    let cert = CertificateDer::from_pem_slice(&read("admin.crt")?).map_err(|e| format!("admin.crt: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(&read("admin.key")?).map_err(|e| format!("admin.key: {e}"))?;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca).map_err(|e| e.to_string())?;
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(vec![cert], key)
+        .map_err(|e| e.to_string())?;
+    let name = ServerName::IpAddress(addr.ip().into());
+    let mut conn = rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
+    let mut sock = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| format!("connect: {e}"))?;
+    sock.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    let mut tls = rustls::Stream::new(&mut conn, &mut sock);
+    tls.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .map_err(|e| format!("send: {e}"))?;
+    let mut raw = Vec::new();
+    match tls.read_to_end(&mut raw) {
+        Ok(_) => {}
+        // A peer that closes without close_notify after a complete response is fine.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
+        Err(e) => return Err(format!("receive: {e}")),
+    }
+    parse_response(&raw)
+}
+
+fn parse_response(raw: &[u8]) -> Result<(u16, String), String> {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| format!("incomplete response: {text:?}"))?;
+    let status =
+        head.split(' ').nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| format!("bad status line: {head:?}"))?;
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    let body = if chunked { dechunk(body)? } else { body.to_string() };
+    Ok((status, body))
+}
+
+fn dechunk(mut s: &str) -> Result<String, String> {
+    let mut out = String::new();
+    loop {
+        let (size, rest) = s.split_once("\r\n").ok_or("bad chunk")?;
+        let size = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).map_err(|e| e.to_string())?;
+        if size == 0 {
+            return Ok(out);
+        }
+        out.push_str(rest.get(..size).ok_or("short chunk")?);
+        s = rest.get(size + 2..).ok_or("short chunk")?;
+    }
+}

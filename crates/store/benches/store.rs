@@ -1,0 +1,184 @@
+//! Store benchmark: the embedded SQLite backend and etcd side by side.
+//!
+//! Run with `cargo bench -p rkube-store --bench store` (needs Debian's
+//! etcd-server; the bench starts its own etcd on loopback ports in a
+//! temporary directory, as the tests do). Prints a markdown table:
+//!
+//! - writes/s: `create`s of fresh keys acknowledged per second, for 1 and 64
+//!   concurrent writers, with 1 KiB and 8 KiB values (each case runs for
+//!   `CASE_SECONDS`);
+//! - watch latency p50/p99: a watcher on a prefix receives `LATENCY_EVENTS`
+//!   creates issued at `LATENCY_RATE` per second; latency is measured from
+//!   the moment the write is issued, and separately from its
+//!   acknowledgement, to the moment the watcher receives the event.
+//!
+//! Both stores are durable: SQLite commits with WAL + fsync on group commit,
+//! etcd fsyncs its WAL before acknowledging.
+
+#[path = "../tests/support/etcd.rs"]
+mod etcd_support;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use rkube_store::etcd::EtcdStore;
+use rkube_store::sqlite::SqliteStore;
+use rkube_store::{SharedStore, WatchEvent, WatchOptions};
+
+const CASE_SECONDS: f64 = 4.0;
+const LATENCY_RATE: u64 = 1000;
+const LATENCY_EVENTS: u64 = 3000;
+
+struct Figures {
+    writes: Vec<(String, f64)>,
+    latency_start: (Duration, Duration),
+    latency_ack: (Duration, Duration),
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let etcd = etcd_support::EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let began = Instant::now();
+    let (sqlite, etcd_figures) = rt.block_on(async {
+        let sqlite: SharedStore = Arc::new(
+            SqliteStore::open(&dir.path().join("state.db")).await.unwrap_or_else(|e| panic!("open sqlite: {e}")),
+        );
+        let etcd_store: SharedStore =
+            Arc::new(EtcdStore::connect(&etcd.endpoints()).await.unwrap_or_else(|e| panic!("connect etcd: {e}")));
+        eprintln!("measuring sqlite…");
+        let a = measure(&sqlite).await;
+        eprintln!("measuring etcd…");
+        let b = measure(&etcd_store).await;
+        (a, b)
+    });
+    drop(etcd);
+
+    println!("| measure | SQLite (embedded) | etcd 3.4 |");
+    println!("|---|---:|---:|");
+    for ((name, s), (_, e)) in sqlite.writes.iter().zip(&etcd_figures.writes) {
+        println!("| writes/s, {name} | {s:.0} | {e:.0} |");
+    }
+    let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1000.0);
+    println!(
+        "| watch latency p50, write issued → event | {} | {} |",
+        ms(sqlite.latency_start.0),
+        ms(etcd_figures.latency_start.0)
+    );
+    println!(
+        "| watch latency p99, write issued → event | {} | {} |",
+        ms(sqlite.latency_start.1),
+        ms(etcd_figures.latency_start.1)
+    );
+    println!(
+        "| watch latency p50, write acknowledged → event | {} | {} |",
+        ms(sqlite.latency_ack.0),
+        ms(etcd_figures.latency_ack.0)
+    );
+    println!(
+        "| watch latency p99, write acknowledged → event | {} | {} |",
+        ms(sqlite.latency_ack.1),
+        ms(etcd_figures.latency_ack.1)
+    );
+    eprintln!("total bench time {:.1} s", began.elapsed().as_secs_f64());
+}
+
+async fn measure(store: &SharedStore) -> Figures {
+    let mut writes = Vec::new();
+    for (size, label) in [(1024usize, "1 KiB"), (8192, "8 KiB")] {
+        for writers in [1usize, 64] {
+            let name = format!("{writers} writer{}, {label}", if writers == 1 { "" } else { "s" });
+            let rate = write_rate(store, writers, size, &format!("/bench/{size}/{writers}/")).await;
+            eprintln!("  {name}: {rate:.0} writes/s");
+            writes.push((name, rate));
+        }
+    }
+    let (latency_start, latency_ack) = watch_latency(store).await;
+    Figures { writes, latency_start, latency_ack }
+}
+
+/// Creates fresh keys from `writers` concurrent tasks for CASE_SECONDS.
+async fn write_rate(store: &SharedStore, writers: usize, size: usize, prefix: &str) -> f64 {
+    let value = Bytes::from(vec![b'v'; size]);
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(CASE_SECONDS);
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let store = store.clone();
+            let value = value.clone();
+            let done = done.clone();
+            let prefix = prefix.to_string();
+            tokio::spawn(async move {
+                let mut i = 0u64;
+                while Instant::now() < deadline {
+                    store
+                        .create(&format!("{prefix}{w}/{i}"), value.clone(), None)
+                        .await
+                        .unwrap_or_else(|e| panic!("write failed: {e}"));
+                    done.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("writer task");
+    }
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// p50/p99 of (issued → received, acknowledged → received).
+async fn watch_latency(store: &SharedStore) -> ((Duration, Duration), (Duration, Duration)) {
+    let prefix = "/latency/";
+    let mut watch = store.watch(prefix, 0, WatchOptions::default()).await.expect("watch");
+    let issued: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let acked: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let receiver = tokio::spawn(async move {
+        let mut received = Vec::with_capacity(LATENCY_EVENTS as usize);
+        while (received.len() as u64) < LATENCY_EVENTS {
+            match tokio::time::timeout(Duration::from_secs(30), watch.events.next()).await {
+                Ok(Some(Ok(WatchEvent::Put { kv, .. }))) => received.push((kv.key, Instant::now())),
+                Ok(Some(Ok(_))) => {}
+                Ok(Some(Err(e))) => panic!("watch failed: {e}"),
+                Ok(None) => panic!("watch ended"),
+                Err(_) => panic!("no watch event for 30 s"),
+            }
+        }
+        received
+    });
+    let value = Bytes::from(vec![b'v'; 1024]);
+    let mut ticker = tokio::time::interval(Duration::from_nanos(1_000_000_000 / LATENCY_RATE));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut writes = Vec::new();
+    for i in 0..LATENCY_EVENTS {
+        ticker.tick().await;
+        let key = format!("{prefix}{i}");
+        let (store, value, issued, acked) = (store.clone(), value.clone(), issued.clone(), acked.clone());
+        writes.push(tokio::spawn(async move {
+            issued.lock().unwrap().insert(key.clone(), Instant::now());
+            store.create(&key, value, None).await.unwrap_or_else(|e| panic!("write failed: {e}"));
+            acked.lock().unwrap().insert(key, Instant::now());
+        }));
+    }
+    for w in writes {
+        w.await.expect("write task");
+    }
+    let received = receiver.await.expect("watch task");
+    let issued = issued.lock().unwrap();
+    let acked = acked.lock().unwrap();
+    let mut from_start: Vec<Duration> =
+        received.iter().map(|(k, at)| at.saturating_duration_since(issued[k])).collect();
+    let mut from_ack: Vec<Duration> = received.iter().map(|(k, at)| at.saturating_duration_since(acked[k])).collect();
+    ((percentile(&mut from_start, 50.0), percentile(&mut from_start, 99.0)), (percentile(&mut from_ack, 50.0), percentile(&mut from_ack, 99.0)))
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let idx = ((p / 100.0) * (samples.len() as f64 - 1.0)).round() as usize;
+    samples[idx.min(samples.len() - 1)]
+}

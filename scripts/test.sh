@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs (idempotently) and runs the whole suite.
+# This is the README's test command, and exactly what CI runs (.ci/run).
+#   - etcd-server: the real etcd the store conformance suite and the etcd
+#     datastore tests start on loopback ports;
+#   - protobuf-compiler: builds the gRPC bindings;
+#   - kubectl comes with the machine image (/usr/bin/kubectl).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(protobuf-compiler etcd-server)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "rkube tests: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # Don't let the package start an etcd service: the tests start their own.
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  apt-get install -y -qq "${missing[@]}"
+  rm -f /usr/sbin/policy-rc.d
+fi
+command -v kubectl >/dev/null || { echo "rkube tests: kubectl not found on PATH; install kubectl 1.33 (the tests drive the real kubectl)" >&2; exit 1; }
+
+cargo test --workspace --locked --no-fail-fast "$@"
