@@ -96,8 +96,10 @@ pub enum ApiError {
     /// 415 UnsupportedMediaType.
     #[error("{0}")]
     UnsupportedMediaType(String),
-    /// 422 Invalid: `<Kind> "<name>" is invalid: <causes joined>`.
-    #[error("{} \"{}\" is invalid: {}", kind, name, join_causes(causes))]
+    /// 422 Invalid: `<Kind>[.<group>] "<name>" is invalid: <causes joined>`
+    /// (the kind qualified by its group as `schema.GroupKind` prints it:
+    /// `Pod`, `Deployment.apps`).
+    #[error("{}{}{} \"{}\" is invalid: {}", kind, if group.is_empty() { "" } else { "." }, group, name, join_causes(causes))]
     Invalid { group: String, kind: String, name: String, causes: Vec<StatusCause> },
     /// 429 TooManyRequests, with `Retry-After` seconds.
     #[error("{message}")]
@@ -111,6 +113,14 @@ pub enum ApiError {
     /// 504 Timeout.
     #[error("{0}")]
     Timeout(String),
+    /// A Status no other variant models, with its own code, reason and
+    /// message: what upstream's `NewGenericServerResponse` builds (e.g. 422
+    /// `Invalid` "the server rejected our request due to an error in our
+    /// request" for a JSON patch that does not apply; details empty), or
+    /// what a plain Go error becomes in the handler (500 with an empty
+    /// reason, which is then omitted, and the error text as message).
+    #[error("{message}")]
+    Generic { code: u16, reason: &'static str, message: String },
 }
 
 fn join_causes(causes: &[StatusCause]) -> String {
@@ -144,6 +154,7 @@ impl ApiError {
             ApiError::Internal(_) => 500,
             ApiError::ServiceUnavailable(_) => 503,
             ApiError::Timeout(_) => 504,
+            ApiError::Generic { code, .. } => *code,
         }
     }
 
@@ -166,6 +177,7 @@ impl ApiError {
             ApiError::Internal(_) => "InternalError",
             ApiError::ServiceUnavailable(_) => "ServiceUnavailable",
             ApiError::Timeout(_) => "Timeout",
+            ApiError::Generic { reason, .. } => reason,
         }
     }
 
@@ -205,7 +217,7 @@ impl ApiError {
         }
         // Upstream omits empty group/name strings.
         details.retain(|_, v| v != &json!(""));
-        json!({
+        let mut status = json!({
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
@@ -214,7 +226,12 @@ impl ApiError {
             "reason": self.reason(),
             "details": details,
             "code": self.code(),
-        })
+        });
+        // An empty reason (StatusReasonUnknown) is omitted, as upstream's omitempty does.
+        if self.reason().is_empty() {
+            status.as_object_mut().map(|m| m.remove("reason"));
+        }
+        status
     }
 }
 

@@ -4,7 +4,14 @@
 //! patches and Table printing.
 
 pub mod errors;
+pub mod meta;
+pub mod openapi;
+pub mod patch;
 pub mod registry;
+pub mod selector;
+pub mod strategy;
+pub mod typed;
+pub mod validation;
 pub mod version;
 
 pub use errors::{ApiError, GroupResource, StatusCause};

@@ -8,8 +8,16 @@
 //! - [`listener`]: the accept loop, HTTP/1.1 + HTTP/2 via hyper-util, and
 //!   graceful shutdown;
 //! - [`router`]: the routes;
+//! - [`discovery`]: `/api`, `/apis` and the group and group-version
+//!   discovery documents, generated from the resource registry;
 //! - [`health`]: `/healthz`, `/livez`, `/readyz` in upstream's format;
-//! - [`status`]: Kubernetes `Status` error bodies.
+//! - [`openapi`]: `/openapi/v2` and `/openapi/v3` documents generated from
+//!   the types, with upstream's caching headers;
+//! - [`rest`]: the resource API (request routing, a handler per verb,
+//!   content negotiation, watch streaming);
+//! - [`storage`]: the generic registry store over the storage contract
+//!   (keys, resourceVersion semantics, strategies, finalizers, watch);
+//! - [`status`]: the one place an API error becomes a `Status` response.
 //!
 //! Usage: [`ApiServer::bind`] (fails fast on a taken port), then
 //! [`ApiServer::serve`] with a shutdown future. [`ApiServer::health`] lets
@@ -21,10 +29,14 @@ use std::time::Duration;
 
 use rkube_store::SharedStore;
 
+pub mod discovery;
 pub mod health;
 pub mod listener;
+pub mod openapi;
+pub mod rest;
 pub mod router;
 pub mod status;
+pub mod storage;
 pub mod tls;
 
 pub use health::Health;
@@ -69,6 +81,8 @@ pub struct ApiServer {
     listener: listener::TlsListener,
     health: Health,
     store: SharedStore,
+    api: std::sync::Arc<rest::Api>,
+    bootstrapped: bool,
     shutdown_grace: Duration,
 }
 
@@ -77,10 +91,15 @@ impl ApiServer {
     pub async fn bind(config: Config) -> Result<Self, Error> {
         let tls = tls::server_config(&config.tls)?;
         let listener = listener::TlsListener::bind(config.bind_address, tls).await?;
+        let registry = rkube_apimachinery::registry::Registry::builtin();
+        let api = std::sync::Arc::new(rest::Api::new(registry, config.store.clone()));
+        let bootstrapped = bootstrap(&api).await;
         Ok(ApiServer {
             listener,
             health: Health::new(config.store.clone()),
             store: config.store,
+            api,
+            bootstrapped,
             shutdown_grace: config.shutdown_grace,
         })
     }
@@ -98,14 +117,41 @@ impl ApiServer {
     /// Serves until `shutdown` resolves; then `/readyz` starts failing, the
     /// listener closes and in-flight requests get the grace period to finish.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
-        let ApiServer { listener, health, store, shutdown_grace } = self;
+        let ApiServer { listener, health, store, api, bootstrapped, shutdown_grace } = self;
         tracing::info!(component = COMPONENT, address = %listener.local_addr(), "serving HTTPS (HTTP/2 and HTTP/1.1)");
-        let app = router::router(router::AppState { store, health: health.clone() });
+        let retry = (!bootstrapped).then(|| {
+            let api = api.clone();
+            tokio::spawn(async move {
+                while !bootstrap(&api).await {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            })
+        });
+        let app = router::router(router::AppState { store, health: health.clone(), api });
         let shutdown = async move {
             shutdown.await;
             health.start_shutdown();
         };
         listener.serve(app, shutdown, shutdown_grace).await;
+        if let Some(task) = retry {
+            task.abort();
+        }
         tracing::info!(component = COMPONENT, "API server stopped");
+    }
+}
+
+/// Creates the system namespaces; false (after logging why) when the store
+/// did not answer, so the caller retries.
+async fn bootstrap(api: &rest::Api) -> bool {
+    match tokio::time::timeout(Duration::from_secs(5), api.bootstrap()).await {
+        Ok(Ok(())) => true,
+        Ok(Err(e)) => {
+            tracing::warn!(component = COMPONENT, error = %e, "cannot create the system namespaces yet; retrying");
+            false
+        }
+        Err(_) => {
+            tracing::warn!(component = COMPONENT, "creating the system namespaces timed out; retrying");
+            false
+        }
     }
 }

@@ -1,10 +1,12 @@
 //! The HTTP routes of the API server.
 //!
-//! Today: `/version`, the health endpoints, and a Kubernetes `Status` 404
-//! for everything else. The REST API (`/api`, `/apis`, discovery, OpenAPI)
-//! is added here in later releases, behind authentication and authorization.
+//! `/version`, the health endpoints, discovery, and the resource API
+//! ([`crate::rest`]) as the fallback for every other path (a Kubernetes
+//! `Status` 404 for paths that name no resource).
 
-use axum::extract::{Path, RawQuery, State};
+use std::sync::Arc;
+
+use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -22,6 +24,8 @@ pub struct AppState {
     pub store: SharedStore,
     /// Health checks (shared with the process that waits for readiness).
     pub health: Health,
+    /// The resource API (`/api/v1/...`, `/apis/{group}/{version}/...`).
+    pub api: Arc<crate::rest::Api>,
 }
 
 /// Builds the router over `state`.
@@ -34,7 +38,13 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz/{check}", get(|s, p| single(s, p, Endpoint::Healthz)))
         .route("/livez/{check}", get(|s, p| single(s, p, Endpoint::Livez)))
         .route("/readyz/{check}", get(|s, p| single(s, p, Endpoint::Readyz)))
-        .fallback(not_found)
+        // Discovery: /api, /apis, /api/{v}, /apis/{g}, /apis/{g}/{v}.
+        .merge(crate::discovery::router(Arc::new(crate::discovery::Discovery::new(state.api.registry()))))
+        // OpenAPI: /openapi/v2, /openapi/v3, /openapi/v3/{*key}.
+        .merge(crate::openapi::router(std::sync::Arc::new(crate::openapi::OpenApi::new(
+            rkube_apimachinery::registry::Registry::builtin().resources(),
+        ))))
+        .fallback(resources)
         .with_state(state)
 }
 
@@ -56,6 +66,8 @@ async fn single(State(state): State<AppState>, Path(check): Path<String>, endpoi
     }
 }
 
-async fn not_found() -> StatusError {
-    StatusError::path_not_found()
+/// Every path not routed above: the resource API (404 Status for paths
+/// that name no resource).
+async fn resources(State(state): State<AppState>, req: Request) -> Response {
+    state.api.handle(req).await
 }

@@ -416,3 +416,77 @@ fn dechunk(mut s: &str) -> Result<String, String> {
         s = rest.get(size + 2..).ok_or("short chunk")?;
     }
 }
+
+/// A response with its headers (names lower-cased).
+#[derive(Clone, Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl HttpResponse {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+impl TestServer {
+    /// HTTPS GET of `path` as the admin user with extra request headers
+    /// (e.g. `Accept`); panics on connection errors.
+    pub fn get_with_headers(&self, path: &str, headers: &[(&str, &str)]) -> HttpResponse {
+        https_get_with_headers(SocketAddr::from((Ipv4Addr::LOCALHOST, self.port)), &self.tls_dir(), path, headers)
+            .unwrap_or_else(|e| panic!("GET {path}: {e}\n--- rkube stderr ---\n{}", self.logs()))
+    }
+}
+
+/// Like [`https_get`], with extra request headers, returning the response
+/// headers too.
+pub fn https_get_with_headers(
+    addr: SocketAddr,
+    tls_dir: &Path,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<HttpResponse, String> {
+    let read = |name: &str| std::fs::read(tls_dir.join(name)).map_err(|e| format!("read {name}: {e}"));
+    let ca = CertificateDer::from_pem_slice(&read("ca.crt")?).map_err(|e| format!("ca.crt: {e}"))?;
+    let cert = CertificateDer::from_pem_slice(&read("admin.crt")?).map_err(|e| format!("admin.crt: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(&read("admin.key")?).map_err(|e| format!("admin.key: {e}"))?;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca).map_err(|e| e.to_string())?;
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(vec![cert], key)
+        .map_err(|e| e.to_string())?;
+    let name = ServerName::IpAddress(addr.ip().into());
+    let mut conn = rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
+    let mut sock = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| format!("connect: {e}"))?;
+    sock.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    let mut tls = rustls::Stream::new(&mut conn, &mut sock);
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    tls.write_all(request.as_bytes()).map_err(|e| format!("send: {e}"))?;
+    let mut raw = Vec::new();
+    match tls.read_to_end(&mut raw) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
+        Err(e) => return Err(format!("receive: {e}")),
+    }
+    let (status, body) = parse_response(&raw)?;
+    let text = String::from_utf8_lossy(&raw);
+    let head = text.split_once("\r\n\r\n").map(|(h, _)| h).unwrap_or(&text);
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Ok(HttpResponse { status, headers, body })
+}

@@ -1,0 +1,216 @@
+//! Per-kind behaviour of the generic registry store, as upstream keeps a
+//! `strategy` per resource (`pkg/registry/<group>/<resource>/strategy.go`).
+//!
+//! The API server's store is generic: it calls the [`Strategy`] of the
+//! object's kind for everything that differs between kinds — defaulting,
+//! what create resets, what a main or a `/status` update may change,
+//! validation on create and update, graceful deletion, the default garbage
+//! collection policy. [`for_kind`] finds the strategy of a kind;
+//! [`Generic`] serves every kind without one (and custom resources).
+//!
+//! Adding per-kind behaviour means writing one unit (a type implementing
+//! [`Strategy`], usually wrapping a [`Generic`] for its flags) and listing
+//! it in [`for_kind`] — not adding `match kind` arms elsewhere.
+//!
+//! Objects are `serde_json::Value`s at their storage version, already
+//! pruned by their typed struct (see [`crate::typed`]); helpers for their
+//! metadata are in [`crate::meta`].
+
+use serde_json::Value;
+
+use crate::errors::StatusCause;
+use crate::validation::NameValidation;
+
+mod configmap;
+mod generic;
+mod namespace;
+mod pod;
+mod secret;
+
+pub use generic::Generic;
+pub use namespace::Namespace;
+pub use pod::Pod;
+
+/// What happens to dependents when an owner is deleted without an explicit
+/// `propagationPolicy` (upstream's `rest.GarbageCollectionPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcPolicy {
+    /// Dependents are deleted in the background (no finalizer is added).
+    DeleteDependents,
+    /// Dependents are orphaned (the `orphan` finalizer is added).
+    OrphanDependents,
+}
+
+/// The per-kind behaviour the generic store consults. Every method has the
+/// behaviour of upstream's generic (custom resource) strategy as default.
+pub trait Strategy: Send + Sync {
+    /// Upstream's defaulting (`SetDefaults_<Kind>` and the defaulting
+    /// admission plugins): fills in omitted fields. Runs on every create
+    /// and update body before validation.
+    fn default(&self, _obj: &mut Value) {}
+
+    /// `PrepareForCreate`: clears what a client may not set on create
+    /// (e.g. `status` for kinds with a status subresource). The generic
+    /// metadata (uid, creationTimestamp, generation) is the store's job.
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if self.has_status_subresource() {
+            reset_status(obj);
+        }
+    }
+
+    /// `PrepareForUpdate` of the main resource: `new` is the requested
+    /// object, `old` the stored one. By default the status is kept from
+    /// `old` for kinds with a status subresource.
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        if self.has_status_subresource() {
+            copy_field(new, old, "status");
+        }
+    }
+
+    /// `PrepareForUpdate` of the `/status` subresource: only `status`
+    /// changes; everything else stays as stored.
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        let status = new.get("status").cloned();
+        *new = old.clone();
+        match status {
+            Some(s) => new["status"] = s,
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+    }
+
+    /// Kind-specific validation of a new object (the store validates
+    /// `metadata` itself). Each cause becomes part of a 422 Invalid.
+    fn validate_create(&self, _obj: &Value) -> Vec<StatusCause> {
+        Vec::new()
+    }
+
+    /// Kind-specific validation of an update (immutable fields and the like).
+    fn validate_update(&self, _new: &Value, _old: &Value) -> Vec<StatusCause> {
+        Vec::new()
+    }
+
+    /// Whether the kind has a `/status` subresource (then the main resource
+    /// ignores status changes and `/status` ignores everything else).
+    fn has_status_subresource(&self) -> bool;
+
+    /// Whether `metadata.generation` is tracked: set to 1 on create and
+    /// bumped when anything but `metadata` and `status` changes.
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    /// The rule object names follow (upstream's `ValidateNameFunc`): a
+    /// DNS-1123 subdomain for most kinds.
+    fn name_validation(&self) -> NameValidation {
+        NameValidation::Dns1123Subdomain
+    }
+
+    /// `AllowCreateOnUpdate`: whether PUT of a missing object creates it.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// `AllowUnconditionalUpdate`: whether PUT without
+    /// `metadata.resourceVersion` overwrites whatever is stored.
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
+    /// Graceful deletion (`CheckGracefulDelete`): the grace period in
+    /// seconds to wait before the object is removed, given the requested
+    /// one; `0` (or `None`: the kind is not deleted gracefully) removes it
+    /// at once.
+    fn graceful_delete_period(&self, _obj: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
+
+    /// The garbage collection policy when a delete does not name one.
+    fn default_gc_policy(&self) -> GcPolicy {
+        GcPolicy::DeleteDependents
+    }
+
+    /// Whether a completed delete answers with the deleted object
+    /// (`ReturnDeletedObject`) rather than a `Status` of success.
+    fn return_deleted_object(&self) -> bool {
+        false
+    }
+
+    /// Kinds whose first delete only starts termination (namespaces): marks
+    /// `obj` (namespaces become `Terminating`) and returns true; the store
+    /// then sets `deletionTimestamp` and keeps the object. A later delete
+    /// removes it once [`Strategy::holds_deletion`] is false. Other kinds
+    /// return false and are deleted as usual.
+    fn begin_termination(&self, _obj: &mut Value) -> bool {
+        false
+    }
+
+    /// Whether the kind still holds `obj` back from removal on its own
+    /// (namespaces: `spec.finalizers` not empty).
+    fn holds_deletion(&self, _obj: &Value) -> bool {
+        false
+    }
+}
+
+/// The strategy of a kind (by group and kind; `""` is the core group).
+/// Kinds without their own strategy get a [`Generic`] one with upstream's
+/// flags for that kind.
+pub fn for_kind(group: &str, kind: &str, has_status_subresource: bool) -> Box<dyn Strategy> {
+    match (group, kind) {
+        ("", "Pod") => Box::new(Pod),
+        ("", "Namespace") => Box::new(Namespace),
+        ("", "ConfigMap") => Box::new(configmap::ConfigMap),
+        ("", "Secret") => Box::new(secret::Secret),
+        _ => Box::new(generic::for_builtin(group, kind, has_status_subresource)),
+    }
+}
+
+/// Replaces `obj.status` with an empty object (kinds with a status
+/// subresource ignore the status sent on create).
+pub fn reset_status(obj: &mut Value) {
+    if let Some(m) = obj.as_object_mut() {
+        m.remove("status");
+    }
+}
+
+/// Sets `new[field]` to `old[field]` (removing it when `old` has none).
+pub fn copy_field(new: &mut Value, old: &Value, field: &str) {
+    let Some(m) = new.as_object_mut() else { return };
+    match old.get(field) {
+        Some(v) => {
+            m.insert(field.to_string(), v.clone());
+        }
+        None => {
+            m.remove(field);
+        }
+    }
+}
+
+/// A `FieldValueForbidden` cause with upstream's message body.
+pub fn forbidden(field: &str, detail: &str) -> StatusCause {
+    StatusCause { reason: "FieldValueForbidden".into(), message: format!("Forbidden: {detail}"), field: field.into() }
+}
+
+/// The `immutable: true` rule of ConfigMaps and Secrets: once set, the
+/// flag and the listed data fields may not change.
+pub(crate) fn validate_immutable_data(new: &Value, old: &Value, data_fields: &[&str]) -> Vec<StatusCause> {
+    const MSG: &str = "field is immutable when `immutable` is set";
+    let mut causes = Vec::new();
+    if old.get("immutable") == Some(&Value::Bool(true)) {
+        if new.get("immutable") != Some(&Value::Bool(true)) {
+            causes.push(forbidden("immutable", MSG));
+        }
+        for f in data_fields {
+            let empty =
+                |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_object().is_some_and(|m| m.is_empty()));
+            let (n, o) = (new.get(*f), old.get(*f));
+            if n != o && !(empty(n) && empty(o)) {
+                causes.push(forbidden(f, MSG));
+            }
+        }
+    }
+    causes
+}

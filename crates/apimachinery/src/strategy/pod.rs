@@ -1,0 +1,224 @@
+//! Pods: defaulting (`SetDefaults_Pod`, `SetDefaults_PodSpec`,
+//! `SetDefaults_Container` and the Priority / DefaultTolerationSeconds
+//! admission defaults), status reset on create, graceful deletion.
+//!
+//! Not yet here (later items): full pod validation, the spec update rules
+//! (`pod updates may not change fields other than ...`), the ServiceAccount
+//! admission defaults.
+
+use serde_json::{json, Map, Value};
+
+use super::{reset_status, Generic, Strategy};
+
+/// The strategy of core/v1 Pods.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pod;
+
+/// `terminationGracePeriodSeconds` when the pod does not set one.
+pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
+
+fn flags() -> Generic {
+    let mut g = Generic::new(true);
+    g.return_deleted_object = true;
+    g
+}
+
+impl Strategy for Pod {
+    fn default(&self, obj: &mut Value) {
+        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
+        set_default(spec, "restartPolicy", json!("Always"));
+        set_default(spec, "dnsPolicy", json!("ClusterFirst"));
+        set_default(spec, "terminationGracePeriodSeconds", json!(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS));
+        set_default(spec, "schedulerName", json!("default-scheduler"));
+        set_default(spec, "securityContext", json!({}));
+        set_default(spec, "enableServiceLinks", json!(true));
+        if spec.get("priorityClassName").is_none_or(|v| v.as_str().is_none_or(str::is_empty)) {
+            set_default(spec, "priority", json!(0));
+            set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+        }
+        for list in ["containers", "initContainers"] {
+            if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
+                cs.iter_mut().filter_map(Value::as_object_mut).for_each(default_container);
+            }
+        }
+        if let Some(vols) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
+            for v in vols.iter_mut().filter_map(Value::as_object_mut) {
+                for source in ["secret", "configMap"] {
+                    if let Some(s) = v.get_mut(source).and_then(Value::as_object_mut) {
+                        set_default(s, "defaultMode", json!(420));
+                    }
+                }
+            }
+        }
+        default_tolerations(spec);
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        reset_status(obj);
+        let qos = qos_class(obj);
+        obj["status"] = json!({"phase": "Pending", "qosClass": qos});
+    }
+
+    fn has_status_subresource(&self) -> bool {
+        true
+    }
+
+    fn return_deleted_object(&self) -> bool {
+        flags().return_deleted_object
+    }
+
+    fn graceful_delete_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        let spec = &obj["spec"];
+        let mut period = requested
+            .or_else(|| spec["terminationGracePeriodSeconds"].as_i64())
+            .unwrap_or(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
+        // An unscheduled or finished pod has no kubelet to wait for.
+        let phase = obj["status"]["phase"].as_str().unwrap_or("");
+        if spec["nodeName"].as_str().is_none_or(str::is_empty) || phase == "Failed" || phase == "Succeeded" {
+            period = 0;
+        }
+        Some(period.max(0))
+    }
+}
+
+fn set_default(m: &mut Map<String, Value>, key: &str, value: Value) {
+    if m.get(key).is_none_or(Value::is_null) {
+        m.insert(key.to_string(), value);
+    }
+}
+
+fn default_container(c: &mut Map<String, Value>) {
+    set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
+    set_default(c, "terminationMessagePolicy", json!("File"));
+    set_default(c, "resources", json!({}));
+    let image = c.get("image").and_then(Value::as_str).unwrap_or("").to_string();
+    set_default(c, "imagePullPolicy", json!(default_image_pull_policy(&image)));
+    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+        ports.iter_mut().filter_map(Value::as_object_mut).for_each(|p| set_default(p, "protocol", json!("TCP")));
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = c.get_mut(probe).and_then(Value::as_object_mut) {
+            set_default(p, "timeoutSeconds", json!(1));
+            set_default(p, "periodSeconds", json!(10));
+            set_default(p, "successThreshold", json!(1));
+            set_default(p, "failureThreshold", json!(3));
+        }
+    }
+    if let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) {
+        for e in env.iter_mut() {
+            if let Some(f) = e.pointer_mut("/valueFrom/fieldRef").and_then(Value::as_object_mut) {
+                set_default(f, "apiVersion", json!("v1"));
+            }
+        }
+    }
+}
+
+/// `Always` for images tagged `:latest` or untagged, `IfNotPresent`
+/// otherwise (a digest counts as a tag).
+pub fn default_image_pull_policy(image: &str) -> &'static str {
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.split_once(':') {
+        Some((_, tag)) if tag != "latest" => "IfNotPresent",
+        _ => "Always",
+    }
+}
+
+/// The DefaultTolerationSeconds admission plugin: tolerate `not-ready` and
+/// `unreachable` nodes for 300 s unless the pod says otherwise.
+fn default_tolerations(spec: &mut Map<String, Value>) {
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    let Some(list) = tolerations.as_array_mut() else { return };
+    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+        let present = list.iter().any(|t| {
+            let k = t["key"].as_str();
+            let effect = t["effect"].as_str().unwrap_or("");
+            (k == Some(key) || k.is_none_or(str::is_empty) && t["operator"] == "Exists")
+                && (effect.is_empty() || effect == "NoExecute")
+        });
+        if !present {
+            list.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+        }
+    }
+}
+
+/// The pod's QoS class (`Guaranteed`, `Burstable` or `BestEffort`) from its
+/// containers' requests and limits for cpu and memory.
+pub fn qos_class(pod: &Value) -> &'static str {
+    let spec = &pod["spec"];
+    let containers: Vec<&Value> =
+        ["containers", "initContainers"].iter().filter_map(|l| spec[*l].as_array()).flatten().collect();
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        let requests = &c["resources"]["requests"];
+        let limits = &c["resources"]["limits"];
+        for r in ["cpu", "memory"] {
+            let (req, lim) = (requests.get(r), limits.get(r));
+            if req.is_some() || lim.is_some() {
+                any = true;
+            }
+            match (req, lim) {
+                (_, None) => guaranteed = false,
+                (Some(q), Some(l)) if q != l => guaranteed = false,
+                _ => {}
+            }
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_defaults_match_upstream() {
+        let mut pod =
+            json!({"spec": {"containers": [{"name": "c", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}]}});
+        Pod.default(&mut pod);
+        let spec = &pod["spec"];
+        assert_eq!(spec["restartPolicy"], "Always");
+        assert_eq!(spec["dnsPolicy"], "ClusterFirst");
+        assert_eq!(spec["terminationGracePeriodSeconds"], 30);
+        assert_eq!(spec["schedulerName"], "default-scheduler");
+        assert_eq!(spec["enableServiceLinks"], true);
+        assert_eq!(spec["priority"], 0);
+        assert_eq!(spec["tolerations"].as_array().unwrap().len(), 2);
+        let c = &spec["containers"][0];
+        assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+        assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
+        assert_eq!(c["ports"][0]["protocol"], "TCP");
+    }
+
+    #[test]
+    fn image_pull_policy_follows_the_tag() {
+        assert_eq!(default_image_pull_policy("nginx"), "Always");
+        assert_eq!(default_image_pull_policy("nginx:latest"), "Always");
+        assert_eq!(default_image_pull_policy("localhost:5000/nginx"), "Always");
+        assert_eq!(default_image_pull_policy("localhost:5000/nginx:1"), "IfNotPresent");
+        assert_eq!(default_image_pull_policy("nginx@sha256:abc"), "IfNotPresent");
+    }
+
+    #[test]
+    fn create_resets_status_to_pending() {
+        let mut pod = json!({"spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}});
+        Pod.prepare_for_create(&mut pod);
+        assert_eq!(pod["status"], json!({"phase": "Pending", "qosClass": "BestEffort"}));
+    }
+
+    #[test]
+    fn unscheduled_pods_are_deleted_at_once() {
+        let pod = json!({"spec": {"terminationGracePeriodSeconds": 30}});
+        assert_eq!(Pod.graceful_delete_period(&pod, None), Some(0));
+        let scheduled = json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        assert_eq!(Pod.graceful_delete_period(&scheduled, None), Some(30));
+        assert_eq!(Pod.graceful_delete_period(&scheduled, Some(5)), Some(5));
+    }
+}

@@ -1,0 +1,198 @@
+//! The resource API: `/api/v1/...` and `/apis/{group}/{version}/...`.
+//!
+//! [`Api::handle`] is the router's fallback: it parses the request
+//! ([`request`]), finds the resource in the registry, checks scope,
+//! subresource and verb (404 / 405 as upstream), negotiates the response
+//! format ([`negotiate`]) and calls the handler of the verb — one module
+//! each: [`get`], [`list`], [`watch`], [`create`], [`update`], [`patch`],
+//! [`delete`]. Handlers decode bodies ([`body`]), read options from the
+//! query ([`query`]) and call the generic registry store
+//! ([`crate::storage`]); successes are written by [`response`], every
+//! failure by [`crate::status`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use rkube_apimachinery::registry::{Registry, ResourceInfo};
+use rkube_apimachinery::ApiError;
+use rkube_store::SharedStore;
+
+use crate::status::StatusError;
+use crate::storage::namespaces::{self, NamespaceLifecycle};
+use crate::storage::ResourceStore;
+
+pub mod body;
+pub mod create;
+pub mod delete;
+pub mod get;
+pub mod list;
+pub mod negotiate;
+pub mod patch;
+pub mod query;
+pub mod request;
+pub mod response;
+pub mod table;
+pub mod update;
+pub mod watch;
+
+use negotiate::Format;
+use query::Query;
+use request::{RequestInfo, Verb};
+
+/// The message of a 405 (upstream's generic server response).
+pub const METHOD_NOT_ALLOWED: &str = "the server does not allow this method on the requested resource";
+
+/// Everything a verb handler needs about its request.
+pub struct Ctx<'a> {
+    /// The API (for cross-resource checks such as namespace lifecycle).
+    pub api: &'a Api,
+    /// The parsed request.
+    pub request: &'a RequestInfo,
+    /// The resource addressed.
+    pub info: &'a ResourceInfo,
+    /// Its store.
+    pub store: &'a ResourceStore,
+    /// The query parameters.
+    pub query: Query,
+    /// The negotiated response format.
+    pub format: Format,
+    /// The request headers.
+    pub headers: HeaderMap,
+}
+
+impl Ctx<'_> {
+    /// A request header as a string.
+    pub fn header(&self, name: axum::http::HeaderName) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// NamespaceLifecycle admission for a write in this request's namespace.
+    pub async fn admit(&self, op: namespaces::Operation, name: &str) -> Result<(), ApiError> {
+        let is_namespace = self.info.group.is_empty() && self.info.kind == "Namespace";
+        let resource = self.store.group_resource();
+        self.api.lifecycle.admit(op, resource, is_namespace, &self.request.namespace, name).await
+    }
+}
+
+/// The resource API over one store.
+pub struct Api {
+    registry: Registry,
+    stores: HashMap<(&'static str, &'static str, &'static str), Arc<ResourceStore>>,
+    lifecycle: NamespaceLifecycle,
+    namespaces: Arc<ResourceStore>,
+}
+
+impl Api {
+    /// Builds a store for every resource of `registry` that keeps objects.
+    /// The registry must serve core/v1 namespaces.
+    pub fn new(registry: Registry, store: SharedStore) -> Api {
+        let stores: HashMap<_, _> = registry
+            .resources()
+            .iter()
+            .filter_map(|r| Some(((r.group, r.version, r.plural), Arc::new(ResourceStore::new(r, store.clone())?))))
+            .collect();
+        let namespaces =
+            stores.get(&("", "v1", "namespaces")).cloned().expect("the registry serves core/v1 namespaces");
+        Api { registry, stores, lifecycle: NamespaceLifecycle::new(namespaces.clone()), namespaces }
+    }
+
+    /// The resource registry served.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The store of a resource, if it keeps objects.
+    pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceStore>> {
+        let info = self.registry.lookup(group, version, plural)?;
+        self.stores.get(&(info.group, info.version, info.plural))
+    }
+
+    /// Creates the system namespaces (idempotent; call once at start).
+    pub async fn bootstrap(&self) -> Result<(), ApiError> {
+        namespaces::ensure_system_namespaces(&self.namespaces).await
+    }
+
+    /// Serves one request (the router's fallback for every path it does not
+    /// route itself).
+    pub async fn handle(&self, req: Request) -> Response {
+        let (parts, body) = req.into_parts();
+        let query = Query::parse(parts.uri.query());
+        let Some(request) = request::parse(&parts.method, parts.uri.path(), &query) else {
+            return StatusError::path_not_found().into_response();
+        };
+        match self.serve(&request, query, parts.headers, body).await {
+            Ok(resp) => resp,
+            Err(e) => {
+                tracing::debug!(component = crate::COMPONENT, method = %parts.method, path = %parts.uri.path(), code = e.code(), error = %e, "request failed");
+                StatusError(e).into_response()
+            }
+        }
+    }
+
+    async fn serve(
+        &self,
+        request: &RequestInfo,
+        query: Query,
+        headers: HeaderMap,
+        body: Body,
+    ) -> Result<Response, ApiError> {
+        let info =
+            self.registry.lookup(&request.group, &request.version, &request.resource).ok_or(ApiError::PathNotFound)?;
+        let verb = request.verb.ok_or_else(|| ApiError::MethodNotSupported(METHOD_NOT_ALLOWED.into()))?;
+        check_scope(info, request, verb)?;
+        let allowed = if request.subresource.is_empty() {
+            info.allows(verb.as_str())
+        } else {
+            let sub = info.subresource(&request.subresource).ok_or(ApiError::PathNotFound)?;
+            if !matches!(request.subresource.as_str(), "status" | "finalize") {
+                // Served by later items (scale, binding, eviction, log, exec, ...).
+                return Err(ApiError::PathNotFound);
+            }
+            sub.verbs.contains(&verb.as_str())
+        };
+        if !allowed {
+            return Err(ApiError::MethodNotSupported(METHOD_NOT_ALLOWED.into()));
+        }
+        let store = self.stores.get(&(info.group, info.version, info.plural)).ok_or_else(|| {
+            ApiError::ServiceUnavailable(format!(
+                "{} is not served yet: its storage or conversion is not implemented",
+                info.group_resource()
+            ))
+        })?;
+        let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
+        let format = negotiate::output_format(accept, query.get("includeObject"))?;
+        let ctx = Ctx { api: self, request, info, store, query, format, headers: headers.clone() };
+        match verb {
+            Verb::Get => get::handle(&ctx).await,
+            Verb::List => list::handle(&ctx).await,
+            Verb::Watch => watch::handle(&ctx).await,
+            Verb::Create => create::handle(&ctx, body).await,
+            Verb::Update => update::handle(&ctx, body).await,
+            Verb::Patch => patch::handle(&ctx, body).await,
+            Verb::Delete => delete::handle(&ctx, body).await,
+            Verb::DeleteCollection => delete::handle_collection(&ctx, body).await,
+        }
+    }
+}
+
+/// Namespaced resources need a namespace except for cross-namespace lists
+/// and watches; cluster-scoped ones never have one.
+fn check_scope(info: &ResourceInfo, request: &RequestInfo, verb: Verb) -> Result<(), ApiError> {
+    if !info.namespaced() {
+        return if request.namespace.is_empty() { Ok(()) } else { Err(ApiError::PathNotFound) };
+    }
+    if !request.namespace.is_empty() {
+        return Ok(());
+    }
+    if !request.name.is_empty() {
+        return Err(ApiError::PathNotFound);
+    }
+    match verb {
+        Verb::List | Verb::Watch => Ok(()),
+        _ => Err(ApiError::MethodNotSupported(METHOD_NOT_ALLOWED.into())),
+    }
+}

@@ -1,0 +1,244 @@
+//! Create and update (upstream's `Store.Create`, `Store.Update` with
+//! `rest.BeforeCreate` / `rest.BeforeUpdate` and `GuaranteedUpdate`).
+
+use rkube_apimachinery::strategy::Namespace as NamespaceStrategy;
+use rkube_apimachinery::validation::{validate_object_meta, validate_object_meta_update, ErrorList, FieldError, Path};
+use rkube_apimachinery::{meta, validation, ApiError, StatusCause};
+use rkube_store::StoreError;
+use serde_json::{json, Value};
+
+use super::errors::OPTIMISTIC_LOCK_MSG;
+use super::{parse_resource_version, ResourceStore};
+
+/// How many times an update re-reads and retries after losing a race.
+const MAX_UPDATE_ATTEMPTS: usize = 16;
+
+/// Options every write takes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// `dryRun=All`: validate and answer as if written, store nothing.
+    pub dry_run: bool,
+}
+
+/// Which part of an object an update may change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateKind {
+    /// The main resource: everything but the status (for kinds with a
+    /// status subresource).
+    Main,
+    /// `/status`: only the status.
+    Status,
+    /// Namespaces' `/finalize`: only `spec.finalizers`.
+    Finalize,
+}
+
+impl ResourceStore {
+    /// Creates `obj` in `namespace` (upstream `Store.Create`): generated
+    /// name, uid, creationTimestamp, generation, defaulting, the kind's
+    /// create preparation and validation, then create-if-absent.
+    pub async fn create(&self, namespace: &str, mut obj: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+        self.before_create(namespace, &mut obj)?;
+        let name = meta::name(&obj).to_string();
+        let key = self.keys.object(namespace, &name);
+        if opts.dry_run {
+            let existing = self.store.get(&key, None).await.map_err(|e| self.store_error(e, &name))?;
+            if existing.kv.is_some() {
+                return Err(ApiError::AlreadyExists { resource: self.resource.clone(), name });
+            }
+            return Ok(obj);
+        }
+        let kv = self.store.create(&key, self.encode(&obj)?, None).await.map_err(|e| self.store_error(e, &name))?;
+        self.decode(&kv)
+    }
+
+    /// `rest.BeforeCreate` plus the kind's defaulting and validation.
+    fn before_create(&self, namespace: &str, obj: &mut Value) -> Result<(), ApiError> {
+        if !meta::resource_version(obj).is_empty() {
+            return Err(ApiError::Internal("resourceVersion should not be set on objects to be created".into()));
+        }
+        let namespaced = self.info.namespaced();
+        meta::set(obj, "namespace", if namespaced { json!(namespace) } else { Value::Null });
+        meta::set(obj, "deletionTimestamp", Value::Null);
+        meta::set(obj, "deletionGracePeriodSeconds", Value::Null);
+        if meta::name(obj).is_empty() && !meta::generate_name(obj).is_empty() {
+            let name = validation::generate_name(meta::generate_name(obj));
+            meta::set(obj, "name", json!(name));
+        }
+        self.strategy.default(obj);
+        self.strategy.prepare_for_create(obj);
+        meta::set(obj, "uid", json!(meta::new_uid()));
+        meta::set(obj, "creationTimestamp", json!(meta::now()));
+        meta::set(obj, "generation", if self.strategy.tracks_generation() { json!(1) } else { Value::Null });
+        let mut errs = validate_object_meta(
+            &obj["metadata"],
+            namespaced,
+            &self.strategy.name_validation(),
+            &Path::new("metadata"),
+        )
+        .to_causes();
+        errs.extend(self.strategy.validate_create(obj));
+        self.invalid_if_any(obj, errs)
+    }
+
+    fn invalid_if_any(&self, obj: &Value, causes: Vec<StatusCause>) -> Result<(), ApiError> {
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::Invalid {
+            group: self.info.group.to_string(),
+            kind: self.info.kind.to_string(),
+            name: meta::name(obj).to_string(),
+            causes,
+        })
+    }
+
+    /// Updates `name` (upstream `Store.Update` over `GuaranteedUpdate`):
+    /// `try_update` gets the stored object (`None` if absent) and returns
+    /// the requested one — the PUT body, or the patch applied to the stored
+    /// object. Optimistic concurrency on `metadata.resourceVersion` (409
+    /// Conflict), unconditional update when it is empty and the kind allows
+    /// it, create-on-update where the kind allows it, the kind's update
+    /// preparation and validation, a write only when something changed,
+    /// and removal when the update empties the finalizers of an object
+    /// being deleted. Returns the object and whether it was created.
+    pub async fn update<F>(
+        &self,
+        namespace: &str,
+        name: &str,
+        kind: UpdateKind,
+        opts: &WriteOptions,
+        mut try_update: F,
+    ) -> Result<(Value, bool), ApiError>
+    where
+        F: FnMut(Option<&Value>) -> Result<Value, ApiError>,
+    {
+        let key = self.keys.object(namespace, name);
+        for _ in 0..MAX_UPDATE_ATTEMPTS {
+            let current = self.store.get(&key, None).await.map_err(|e| self.store_error(e, name))?;
+            let existing = current.kv.as_ref().map(|kv| self.decode(kv)).transpose()?;
+            let mut obj = try_update(existing.as_ref())?;
+            let Some((old, kv)) = existing.zip(current.kv) else {
+                if kind != UpdateKind::Main || !self.strategy.allow_create_on_update() {
+                    return Err(self.not_found(name));
+                }
+                meta::set(&mut obj, "resourceVersion", Value::Null);
+                match self.create(namespace, obj, opts).await {
+                    Err(ApiError::AlreadyExists { .. }) => continue,
+                    result => return result.map(|o| (o, true)),
+                }
+            };
+            let requested = parse_resource_version(meta::resource_version(&obj))?;
+            if requested == 0 {
+                if !self.strategy.allow_unconditional_update() {
+                    let cause = FieldError::invalid(
+                        &Path::new("metadata").child("resourceVersion"),
+                        0i64,
+                        "must be specified for an update",
+                    );
+                    return Err(ErrorList(vec![cause]).into_invalid(self.info.group, self.info.plural, name));
+                }
+                meta::set(&mut obj, "resourceVersion", json!(kv.mod_revision.to_string()));
+            } else if requested != kv.mod_revision {
+                return Err(self.conflict(name));
+            }
+            self.before_update(kind, &mut obj, &old)?;
+            if self.encode(&obj)? == self.encode(&old)? {
+                return Ok((old, false));
+            }
+            if self.should_delete_during_update(&obj, &old) {
+                if opts.dry_run {
+                    return Ok((obj, false));
+                }
+                return match self.store.delete(&key, Some(kv.mod_revision)).await {
+                    Ok(resp) => {
+                        meta::set(&mut obj, "resourceVersion", json!(resp.revision.to_string()));
+                        Ok((obj, false))
+                    }
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(e) => Err(self.store_error(e, name)),
+                };
+            }
+            if opts.dry_run {
+                return Ok((obj, false));
+            }
+            match self.store.update(&key, self.encode(&obj)?, kv.mod_revision, None).await {
+                Ok(kv) => return Ok((self.decode(&kv)?, false)),
+                Err(StoreError::Conflict { .. }) | Err(StoreError::NotFound { .. }) => continue,
+                Err(e) => return Err(self.store_error(e, name)),
+            }
+        }
+        Err(self.conflict(name))
+    }
+
+    pub(super) fn conflict(&self, name: &str) -> ApiError {
+        ApiError::Conflict {
+            resource: self.resource.clone(),
+            name: name.to_string(),
+            message: OPTIMISTIC_LOCK_MSG.into(),
+            causes: vec![],
+        }
+    }
+
+    /// `rest.BeforeUpdate`: what the update may change, generation,
+    /// the metadata fields that only the server sets, validation.
+    fn before_update(&self, kind: UpdateKind, obj: &mut Value, old: &Value) -> Result<(), ApiError> {
+        if self.info.namespaced() {
+            meta::set(obj, "namespace", json!(meta::namespace(old)));
+        }
+        match kind {
+            UpdateKind::Main => {
+                self.strategy.default(obj);
+                self.strategy.prepare_for_update(obj, old);
+            }
+            UpdateKind::Status => self.strategy.prepare_for_status_update(obj, old),
+            UpdateKind::Finalize => NamespaceStrategy.prepare_for_finalize(obj, old),
+        }
+        let old_meta = &old["metadata"];
+        for field in ["creationTimestamp", "deletionTimestamp"] {
+            meta::set(obj, field, old_meta.get(field).cloned().unwrap_or(Value::Null));
+        }
+        if meta::uid(obj).is_empty() {
+            meta::set(obj, "uid", json!(meta::uid(old)));
+        }
+        if obj.pointer("/metadata/deletionGracePeriodSeconds").is_none_or(Value::is_null) {
+            let grace = old_meta.get("deletionGracePeriodSeconds").cloned().unwrap_or(Value::Null);
+            meta::set(obj, "deletionGracePeriodSeconds", grace);
+        }
+        let old_generation = old_meta.get("generation").cloned().unwrap_or(Value::Null);
+        meta::set(obj, "generation", old_generation.clone());
+        if self.strategy.tracks_generation() && spec_changed(obj, old) {
+            meta::set(obj, "generation", json!(old_generation.as_i64().unwrap_or(0) + 1));
+        }
+        let path = Path::new("metadata");
+        let names = self.strategy.name_validation();
+        let mut errs = validate_object_meta(&obj["metadata"], self.info.namespaced(), &names, &path);
+        errs.extend(validate_object_meta_update(&obj["metadata"], old_meta, &path));
+        let mut causes = errs.to_causes();
+        causes.extend(self.strategy.validate_update(obj, old));
+        self.invalid_if_any(obj, causes)
+    }
+
+    /// Upstream's `ShouldDeleteDuringUpdate`: the update removed the last
+    /// finalizer of an object whose deletion was requested without a grace
+    /// period still running.
+    fn should_delete_during_update(&self, obj: &Value, old: &Value) -> bool {
+        meta::finalizers(obj).is_empty()
+            && meta::deletion_timestamp(old).is_some()
+            && old.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0) == 0
+            && !self.strategy.holds_deletion(obj)
+    }
+}
+
+/// Whether anything but `metadata` and `status` differs (the generic rule
+/// for bumping `metadata.generation`).
+fn spec_changed(new: &Value, old: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("metadata");
+            m.remove("status");
+        }
+        v
+    };
+    strip(new) != strip(old)
+}
