@@ -14,6 +14,9 @@
 //!
 //! Both stores are durable: SQLite commits with WAL + fsync on group commit,
 //! etcd fsyncs its WAL before acknowledging.
+//!
+//! `RKUBE_BENCH_BACKENDS=sqlite` (or `etcd`) measures one backend only, e.g.
+//! to profile it with `perf record`.
 
 #[path = "../tests/support/etcd.rs"]
 mod etcd_support;
@@ -29,7 +32,7 @@ use rkube_store::etcd::EtcdStore;
 use rkube_store::sqlite::SqliteStore;
 use rkube_store::{SharedStore, WatchEvent, WatchOptions};
 
-const CASE_SECONDS: f64 = 4.0;
+const CASE_SECONDS: f64 = 5.0;
 const LATENCY_RATE: u64 = 1000;
 const LATENCY_EVENTS: u64 = 3000;
 
@@ -40,50 +43,55 @@ struct Figures {
 }
 
 fn main() {
+    let wanted = std::env::var("RKUBE_BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,etcd".into());
+    let wanted: Vec<&str> = wanted.split(',').map(str::trim).collect();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
-    let etcd = etcd_support::EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"));
-    let dir = tempfile::tempdir().expect("temporary directory");
     let began = Instant::now();
-    let (sqlite, etcd_figures) = rt.block_on(async {
-        let sqlite: SharedStore = Arc::new(
-            SqliteStore::open(&dir.path().join("state.db")).await.unwrap_or_else(|e| panic!("open sqlite: {e}")),
-        );
-        let etcd_store: SharedStore =
-            Arc::new(EtcdStore::connect(&etcd.endpoints()).await.unwrap_or_else(|e| panic!("connect etcd: {e}")));
-        eprintln!("measuring sqlite…");
-        let a = measure(&sqlite).await;
-        eprintln!("measuring etcd…");
-        let b = measure(&etcd_store).await;
-        (a, b)
-    });
-    drop(etcd);
+    let mut columns: Vec<(&str, Figures)> = Vec::new();
+    if wanted.contains(&"sqlite") {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let figures = rt.block_on(async {
+            let store: SharedStore = Arc::new(
+                SqliteStore::open(&dir.path().join("state.db")).await.unwrap_or_else(|e| panic!("open sqlite: {e}")),
+            );
+            eprintln!("measuring sqlite…");
+            measure(&store).await
+        });
+        columns.push(("SQLite (embedded)", figures));
+    }
+    if wanted.contains(&"etcd") {
+        let etcd = etcd_support::EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"));
+        let figures = rt.block_on(async {
+            let store: SharedStore =
+                Arc::new(EtcdStore::connect(&etcd.endpoints()).await.unwrap_or_else(|e| panic!("connect etcd: {e}")));
+            eprintln!("measuring etcd…");
+            measure(&store).await
+        });
+        columns.push(("etcd 3.4", figures));
+    }
+    if columns.is_empty() {
+        panic!("RKUBE_BENCH_BACKENDS names no known backend (use sqlite, etcd or both)");
+    }
 
-    println!("| measure | SQLite (embedded) | etcd 3.4 |");
-    println!("|---|---:|---:|");
-    for ((name, s), (_, e)) in sqlite.writes.iter().zip(&etcd_figures.writes) {
-        println!("| writes/s, {name} | {s:.0} | {e:.0} |");
+    let header: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+    println!("| measure | {} |", header.join(" | "));
+    println!("|---|{}", "---:|".repeat(columns.len()));
+    for (i, (name, _)) in columns[0].1.writes.iter().enumerate() {
+        let cells: Vec<String> = columns.iter().map(|(_, f)| format!("{:.0}", f.writes[i].1)).collect();
+        println!("| writes/s, {name} | {} |", cells.join(" | "));
     }
     let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1000.0);
-    println!(
-        "| watch latency p50, write issued → event | {} | {} |",
-        ms(sqlite.latency_start.0),
-        ms(etcd_figures.latency_start.0)
-    );
-    println!(
-        "| watch latency p99, write issued → event | {} | {} |",
-        ms(sqlite.latency_start.1),
-        ms(etcd_figures.latency_start.1)
-    );
-    println!(
-        "| watch latency p50, write acknowledged → event | {} | {} |",
-        ms(sqlite.latency_ack.0),
-        ms(etcd_figures.latency_ack.0)
-    );
-    println!(
-        "| watch latency p99, write acknowledged → event | {} | {} |",
-        ms(sqlite.latency_ack.1),
-        ms(etcd_figures.latency_ack.1)
-    );
+    type Pick = fn(&Figures) -> Duration;
+    let rows: [(&str, Pick); 4] = [
+        ("watch latency p50, write issued → event", |f| f.latency_start.0),
+        ("watch latency p99, write issued → event", |f| f.latency_start.1),
+        ("watch latency p50, write acknowledged → event", |f| f.latency_ack.0),
+        ("watch latency p99, write acknowledged → event", |f| f.latency_ack.1),
+    ];
+    for (name, pick) in rows {
+        let cells: Vec<String> = columns.iter().map(|(_, f)| ms(pick(f))).collect();
+        println!("| {name} | {} |", cells.join(" | "));
+    }
     eprintln!("total bench time {:.1} s", began.elapsed().as_secs_f64());
 }
 
@@ -174,7 +182,10 @@ async fn watch_latency(store: &SharedStore) -> ((Duration, Duration), (Duration,
     let mut from_start: Vec<Duration> =
         received.iter().map(|(k, at)| at.saturating_duration_since(issued[k])).collect();
     let mut from_ack: Vec<Duration> = received.iter().map(|(k, at)| at.saturating_duration_since(acked[k])).collect();
-    ((percentile(&mut from_start, 50.0), percentile(&mut from_start, 99.0)), (percentile(&mut from_ack, 50.0), percentile(&mut from_ack, 99.0)))
+    (
+        (percentile(&mut from_start, 50.0), percentile(&mut from_start, 99.0)),
+        (percentile(&mut from_ack, 50.0), percentile(&mut from_ack, 99.0)),
+    )
 }
 
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {

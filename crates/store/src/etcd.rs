@@ -88,17 +88,16 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, KvClient,
-    LeaseClient, PutOptions, Txn, TxnOp, TxnOpResponse, WatchClient, WatchResponse, WatchStream,
-    Watcher,
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, KvClient, LeaseClient,
+    PutOptions, Txn, TxnOp, TxnOpResponse, WatchClient, WatchResponse, WatchStream, Watcher,
 };
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::{
-    check_value_size, prefix_end, DeleteResponse, GetResponse, KeyValue, RangeRequest, RangeResponse,
-    Result, Revision, Store, StoreError, Watch, WatchEvent, WatchOptions, MAX_VALUE_BYTES,
+    check_value_size, prefix_end, DeleteResponse, GetResponse, KeyValue, RangeRequest, RangeResponse, Result, Revision,
+    Store, StoreError, Watch, WatchEvent, WatchOptions, MAX_VALUE_BYTES,
 };
 
 /// Largest response accepted from etcd (range results, watch batches):
@@ -335,10 +334,7 @@ impl Inner {
         match tokio::time::timeout(self.options.request_timeout, fut).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(classify(e)),
-            Err(_) => Err(Failure::Unreachable(format!(
-                "no answer within {:?}",
-                self.options.request_timeout
-            ))),
+            Err(_) => Err(Failure::Unreachable(format!("no answer within {:?}", self.options.request_timeout))),
         }
     }
 
@@ -401,10 +397,7 @@ impl Inner {
     /// Whether a read at etcd revision `rev` is allowed (not compacted).
     async fn readable_at(&self, rev: i64) -> Result<bool> {
         let mut kv = self.kv.clone();
-        match self
-            .rpc(kv.get(PROBE_KEY, Some(GetOptions::new().with_count_only().with_revision(rev))))
-            .await
-        {
+        match self.rpc(kv.get(PROBE_KEY, Some(GetOptions::new().with_count_only().with_revision(rev)))).await {
             Ok(_) => Ok(true),
             Err(Failure::Compacted) => Ok(false),
             // Only asked for revisions at or below the current one.
@@ -505,7 +498,11 @@ impl Inner {
                 Ok(resp) => return Ok(resp),
                 Err(Failure::LeaseNotFound) if attempt == 1 => {
                     if let Some(id) = lease {
-                        tracing::debug!(component = "store", lease = id, "cached etcd lease is gone; granting a new one");
+                        tracing::debug!(
+                            component = "store",
+                            lease = id,
+                            "cached etcd lease is gone; granting a new one"
+                        );
                         self.forget_lease(id);
                     }
                 }
@@ -585,9 +582,11 @@ impl Store for EtcdStore {
         let inner = &self.inner;
         let resp = inner
             .write_txn("create", key, value.len(), ttl, |put| {
-                Txn::new()
-                    .when([Compare::create_revision(key, CompareOp::Equal, 0)])
-                    .and_then([TxnOp::put(key, value.to_vec(), put)])
+                Txn::new().when([Compare::create_revision(key, CompareOp::Equal, 0)]).and_then([TxnOp::put(
+                    key,
+                    value.to_vec(),
+                    put,
+                )])
             })
             .await?;
         if !resp.succeeded() {
@@ -597,13 +596,7 @@ impl Store for EtcdStore {
         Ok(KeyValue { key: key.to_string(), value, create_revision: rev, mod_revision: rev })
     }
 
-    async fn update(
-        &self,
-        key: &str,
-        value: Bytes,
-        expected: Revision,
-        ttl: Option<Duration>,
-    ) -> Result<KeyValue> {
+    async fn update(&self, key: &str, value: Bytes, expected: Revision, ttl: Option<Duration>) -> Result<KeyValue> {
         check_value_size(key, &value)?;
         let inner = &self.inner;
         let resp = inner
@@ -634,11 +627,9 @@ impl Store for EtcdStore {
         }
         match got {
             None => Err(StoreError::NotFound { key: key.to_string() }),
-            Some(kv) => Err(StoreError::Conflict {
-                key: key.to_string(),
-                expected,
-                current: Some(kv_from_etcd_owned(kv)),
-            }),
+            Some(kv) => {
+                Err(StoreError::Conflict { key: key.to_string(), expected, current: Some(kv_from_etcd_owned(kv)) })
+            }
         }
     }
 
@@ -673,11 +664,9 @@ impl Store for EtcdStore {
             // The compare matched but nothing was deleted: cannot happen for
             // a key with a mod revision; report it as absent.
             (true, None) | (false, None) => Err(StoreError::NotFound { key: key.to_string() }),
-            (false, Some(current)) => Err(StoreError::Conflict {
-                key: key.to_string(),
-                expected,
-                current: Some(kv_from_etcd_owned(current)),
-            }),
+            (false, Some(current)) => {
+                Err(StoreError::Conflict { key: key.to_string(), expected, current: Some(kv_from_etcd_owned(current)) })
+            }
         }
     }
 
@@ -723,10 +712,9 @@ impl Store for EtcdStore {
                 tracing::debug!(component = "store", revision, "etcd history already compacted past this revision");
                 Ok(())
             }
-            Err(Failure::FutureRevision) => Err(StoreError::FutureRevision {
-                requested: revision,
-                current: inner.current_revision().await?,
-            }),
+            Err(Failure::FutureRevision) => {
+                Err(StoreError::FutureRevision { requested: revision, current: inner.current_revision().await? })
+            }
             Err(f) => Err(inner.unavailable(&format!("compact history at revision {revision}"), f)),
         }
     }
@@ -813,9 +801,7 @@ enum Next {
 impl WatchTask {
     /// Creates the etcd watch for events from `self.next` on.
     async fn establish(&mut self) -> Result<Established> {
-        let mut options = etcd_client::WatchOptions::new()
-            .with_range(self.range_end.clone())
-            .with_prev_key();
+        let mut options = etcd_client::WatchOptions::new().with_range(self.range_end.clone()).with_prev_key();
         if self.progress_notify {
             options = options.with_progress_notify();
         }
@@ -1102,11 +1088,9 @@ impl WatchTask {
                 Ok(WatchEvent::Put { kv: kv_from_etcd(kv), prev })
             }
             EventType::Delete => match prev {
-                Some(prev) => Ok(WatchEvent::Delete {
-                    key: String::from_utf8_lossy(kv.key()).into_owned(),
-                    revision: rev,
-                    prev,
-                }),
+                Some(prev) => {
+                    Ok(WatchEvent::Delete { key: String::from_utf8_lossy(kv.key()).into_owned(), revision: rev, prev })
+                }
                 None => Err(self.missing_prev(rev).await),
             },
         }

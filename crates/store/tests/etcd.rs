@@ -107,10 +107,7 @@ async fn write_failures_map_to_contract_errors() {
     let etcd = start_etcd();
     let store = connect(&etcd).await;
     let kv = store.create("/k", b("v1"), None).await.unwrap();
-    assert_eq!(
-        store.create("/k", b("again"), None).await.unwrap_err(),
-        StoreError::AlreadyExists { key: "/k".into() }
-    );
+    assert_eq!(store.create("/k", b("again"), None).await.unwrap_err(), StoreError::AlreadyExists { key: "/k".into() });
     match store.update("/k", b("v2"), kv.mod_revision + 7, None).await.unwrap_err() {
         StoreError::Conflict { key, expected, current: Some(current) } => {
             assert_eq!((key.as_str(), expected), ("/k", kv.mod_revision + 7));
@@ -127,10 +124,7 @@ async fn write_failures_map_to_contract_errors() {
         StoreError::Conflict { current: Some(_), .. }
     ));
     assert_eq!(store.delete("/missing", None).await.unwrap_err(), StoreError::NotFound { key: "/missing".into() });
-    assert_eq!(
-        store.delete("/missing", Some(1)).await.unwrap_err(),
-        StoreError::NotFound { key: "/missing".into() }
-    );
+    assert_eq!(store.delete("/missing", Some(1)).await.unwrap_err(), StoreError::NotFound { key: "/missing".into() });
     // Nothing above wrote anything.
     assert_eq!(store.current_revision().await.unwrap(), kv.mod_revision);
 }
@@ -200,17 +194,11 @@ async fn reads_below_the_compacted_revision_report_both_revisions() {
     assert_eq!(store.compacted_revision().await.unwrap(), 0);
     store.compact(6).await.unwrap();
     assert_eq!(store.compacted_revision().await.unwrap(), 6);
-    assert_eq!(
-        store.get("/c/0", Some(5)).await.unwrap_err(),
-        StoreError::Compacted { requested: 5, compacted: 6 }
-    );
+    assert_eq!(store.get("/c/0", Some(5)).await.unwrap_err(), StoreError::Compacted { requested: 5, compacted: 6 });
     let at = store.get("/c/0", Some(6)).await.unwrap();
     assert_eq!(at.revision, 6, "the compacted revision itself stays readable");
     assert_eq!(
-        store
-            .range(RangeRequest { prefix: "/c/".into(), revision: Some(2), ..Default::default() })
-            .await
-            .unwrap_err(),
+        store.range(RangeRequest { prefix: "/c/".into(), revision: Some(2), ..Default::default() }).await.unwrap_err(),
         StoreError::Compacted { requested: 2, compacted: 6 }
     );
     assert_eq!(
@@ -515,4 +503,27 @@ async fn watches_and_requests_survive_an_etcd_restart() {
     };
     assert_eq!(two.mod_revision, one.mod_revision + 1, "data survived the restart");
     assert_eq!(next_event(&mut w).await.unwrap().revision(), two.mod_revision);
+}
+
+/// A watch whose etcd stays away ends with Unavailable once its resume
+/// window has passed, naming the endpoint.
+#[tokio::test]
+async fn a_watch_gives_up_when_etcd_stays_down() {
+    let mut etcd = start_etcd();
+    let options = rkube_store::etcd::EtcdOptions {
+        watch_resume_timeout: Duration::from_secs(1),
+        request_timeout: Duration::from_secs(2),
+        ..Default::default()
+    };
+    let store = EtcdStore::connect_with(&etcd.endpoints(), options).await.unwrap();
+    let mut w = store.watch("/gone/", 0, WatchOptions::default()).await.unwrap();
+    etcd.stop();
+    match next_event(&mut w).await {
+        Err(StoreError::Unavailable(msg)) => {
+            assert!(msg.contains(&etcd.endpoint()), "{msg}");
+            assert!(msg.contains("could not resume"), "{msg}");
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert!(w.events.next().await.is_none(), "the stream ends after the error");
 }
