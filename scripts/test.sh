@@ -25,4 +25,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 command -v kubectl >/dev/null || { echo "rkube tests: kubectl not found on PATH; install kubectl 1.33 (the tests drive the real kubectl)" >&2; exit 1; }
 
-cargo test --workspace --locked --no-fail-fast "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --locked --no-fail-fast "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole run: the sum over every test binary.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1) } }
+     END { printf "%d passed, %d failed\n", p, f }' "$log"
+exit "$status"

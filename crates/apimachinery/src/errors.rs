@@ -87,6 +87,11 @@ pub enum ApiError {
     /// `message` is the reason after `Operation cannot be fulfilled on <resource> "<name>": `.
     #[error("Operation cannot be fulfilled on {resource} \"{name}\": {message}")]
     Conflict { resource: GroupResource, name: String, message: String, causes: Vec<StatusCause> },
+    /// 409 Conflict of a server-side apply (upstream's `NewApplyConflict`):
+    /// the message as is, details carrying only the `FieldManagerConflict`
+    /// causes.
+    #[error("{message}")]
+    ApplyConflict { message: String, causes: Vec<StatusCause> },
     /// 410 Expired: too-old resourceVersion or continue token.
     #[error("{0}")]
     Expired(String),
@@ -104,6 +109,10 @@ pub enum ApiError {
     /// 429 TooManyRequests, with `Retry-After` seconds.
     #[error("{message}")]
     TooManyRequests { message: String, retry_after_seconds: u32 },
+    /// 429 TooManyRequests without a retry time and with causes (an
+    /// eviction a PodDisruptionBudget blocks: cause `DisruptionBudget`).
+    #[error("{message}")]
+    TooManyRequestsWithCauses { message: String, causes: Vec<StatusCause> },
     /// 500 InternalError: `Internal error occurred: <message>`.
     #[error("Internal error occurred: {0}")]
     Internal(String),
@@ -145,12 +154,12 @@ impl ApiError {
             ApiError::NotFound { .. } | ApiError::PathNotFound => 404,
             ApiError::MethodNotSupported(_) => 405,
             ApiError::NotAcceptable(_) => 406,
-            ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
+            ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => 409,
             ApiError::Expired(_) => 410,
             ApiError::RequestEntityTooLarge(_) => 413,
             ApiError::UnsupportedMediaType(_) => 415,
             ApiError::Invalid { .. } => 422,
-            ApiError::TooManyRequests { .. } => 429,
+            ApiError::TooManyRequests { .. } | ApiError::TooManyRequestsWithCauses { .. } => 429,
             ApiError::Internal(_) => 500,
             ApiError::ServiceUnavailable(_) => 503,
             ApiError::Timeout(_) => 504,
@@ -168,12 +177,12 @@ impl ApiError {
             ApiError::MethodNotSupported(_) => "MethodNotAllowed",
             ApiError::NotAcceptable(_) => "NotAcceptable",
             ApiError::AlreadyExists { .. } => "AlreadyExists",
-            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
             ApiError::Expired(_) => "Expired",
             ApiError::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
             ApiError::Invalid { .. } => "Invalid",
-            ApiError::TooManyRequests { .. } => "TooManyRequests",
+            ApiError::TooManyRequests { .. } | ApiError::TooManyRequestsWithCauses { .. } => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
             ApiError::ServiceUnavailable(_) => "ServiceUnavailable",
             ApiError::Timeout(_) => "Timeout",
@@ -204,6 +213,9 @@ impl ApiError {
                     put("causes", json!(causes));
                 }
             }
+            ApiError::ApplyConflict { causes, .. } => {
+                put("causes", json!(causes));
+            }
             ApiError::Invalid { group, kind, name, causes } => {
                 put("name", json!(name));
                 put("group", json!(group));
@@ -212,6 +224,9 @@ impl ApiError {
             }
             ApiError::TooManyRequests { retry_after_seconds, .. } => {
                 put("retryAfterSeconds", json!(retry_after_seconds));
+            }
+            ApiError::TooManyRequestsWithCauses { causes, .. } => {
+                put("causes", json!(causes));
             }
             _ => {}
         }
@@ -254,7 +269,8 @@ mod tests {
         let e = ApiError::Conflict {
             resource: GroupResource::new("apps", "deployments"),
             name: "web".into(),
-            message: "the object has been modified; please apply your changes to the latest version and try again".into(),
+            message: "the object has been modified; please apply your changes to the latest version and try again"
+                .into(),
             causes: vec![],
         };
         assert_eq!(

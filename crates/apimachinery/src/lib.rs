@@ -3,10 +3,13 @@
 //! server item grows) metadata rules, defaulting, validation, selectors,
 //! patches and Table printing.
 
+pub mod apply;
 pub mod errors;
 pub mod meta;
 pub mod openapi;
 pub mod patch;
+pub mod printers;
+pub mod protobuf;
 pub mod registry;
 pub mod selector;
 pub mod strategy;

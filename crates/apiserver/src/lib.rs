@@ -17,7 +17,12 @@
 //!   content negotiation, watch streaming);
 //! - [`storage`]: the generic registry store over the storage contract
 //!   (keys, resourceVersion semantics, strategies, finalizers, watch);
-//! - [`status`]: the one place an API error becomes a `Status` response.
+//! - [`cache`]: the watch cache in front of the store (one store watch per
+//!   resource fanned out to every API watch; lists from memory);
+//! - [`status`]: the one place an API error becomes a `Status` response;
+//! - [`bootstrap`]: the objects the API server keeps itself (the
+//!   `kubernetes` Service and endpoints, system PriorityClasses, the
+//!   identity Lease).
 //!
 //! Usage: [`ApiServer::bind`] (fails fast on a taken port), then
 //! [`ApiServer::serve`] with a shutdown future. [`ApiServer::health`] lets
@@ -29,6 +34,8 @@ use std::time::Duration;
 
 use rkube_store::SharedStore;
 
+pub mod bootstrap;
+pub mod cache;
 pub mod discovery;
 pub mod health;
 pub mod listener;
@@ -74,6 +81,8 @@ pub struct Config {
     pub store: SharedStore,
     /// How long in-flight requests may take to finish at shutdown.
     pub shutdown_grace: Duration,
+    /// Service CIDR, advertise address, event TTL.
+    pub cluster: bootstrap::ClusterConfig,
 }
 
 /// A bound, not yet serving, API server.
@@ -84,6 +93,7 @@ pub struct ApiServer {
     api: std::sync::Arc<rest::Api>,
     bootstrapped: bool,
     shutdown_grace: Duration,
+    hostname: String,
 }
 
 impl ApiServer {
@@ -92,7 +102,12 @@ impl ApiServer {
         let tls = tls::server_config(&config.tls)?;
         let listener = listener::TlsListener::bind(config.bind_address, tls).await?;
         let registry = rkube_apimachinery::registry::Registry::builtin();
-        let api = std::sync::Arc::new(rest::Api::new(registry, config.store.clone()));
+        let mut cluster = config.cluster.clone();
+        if cluster.advertise_port == 0 {
+            cluster.advertise_port = listener.local_addr().port();
+        }
+        let hostname = cluster.hostname.clone().unwrap_or_else(bootstrap::hostname);
+        let api = std::sync::Arc::new(rest::Api::with_cluster(registry, config.store.clone(), cluster));
         let bootstrapped = bootstrap(&api).await;
         Ok(ApiServer {
             listener,
@@ -101,6 +116,7 @@ impl ApiServer {
             api,
             bootstrapped,
             shutdown_grace: config.shutdown_grace,
+            hostname,
         })
     }
 
@@ -117,7 +133,7 @@ impl ApiServer {
     /// Serves until `shutdown` resolves; then `/readyz` starts failing, the
     /// listener closes and in-flight requests get the grace period to finish.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
-        let ApiServer { listener, health, store, api, bootstrapped, shutdown_grace } = self;
+        let ApiServer { listener, health, store, api, bootstrapped, shutdown_grace, hostname } = self;
         tracing::info!(component = COMPONENT, address = %listener.local_addr(), "serving HTTPS (HTTP/2 and HTTP/1.1)");
         let retry = (!bootstrapped).then(|| {
             let api = api.clone();
@@ -127,6 +143,7 @@ impl ApiServer {
                 }
             })
         });
+        let lease = tokio::spawn(bootstrap::run_control_loops(api.clone(), hostname));
         let app = router::router(router::AppState { store, health: health.clone(), api });
         let shutdown = async move {
             shutdown.await;
@@ -136,21 +153,23 @@ impl ApiServer {
         if let Some(task) = retry {
             task.abort();
         }
+        lease.abort();
         tracing::info!(component = COMPONENT, "API server stopped");
     }
 }
 
-/// Creates the system namespaces; false (after logging why) when the store
-/// did not answer, so the caller retries.
+/// Creates the system namespaces and objects ([`rest::Api::bootstrap`]);
+/// false (after logging why) when the store did not answer, so the caller
+/// retries.
 async fn bootstrap(api: &rest::Api) -> bool {
     match tokio::time::timeout(Duration::from_secs(5), api.bootstrap()).await {
         Ok(Ok(())) => true,
         Ok(Err(e)) => {
-            tracing::warn!(component = COMPONENT, error = %e, "cannot create the system namespaces yet; retrying");
+            tracing::warn!(component = COMPONENT, error = %e, "cannot create the system namespaces and objects yet; retrying");
             false
         }
         Err(_) => {
-            tracing::warn!(component = COMPONENT, "creating the system namespaces timed out; retrying");
+            tracing::warn!(component = COMPONENT, "creating the system namespaces and objects timed out; retrying");
             false
         }
     }

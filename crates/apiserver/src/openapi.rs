@@ -212,9 +212,8 @@ async fn v3_document(
     if negotiate(accept(&headers), &[("application", "json")]).is_none() {
         return (StatusCode::NOT_ACCEPTABLE, vary).into_response();
     }
-    let hash = query.as_deref().and_then(|q| {
-        q.split('&').find_map(|kv| kv.strip_prefix("hash=")).filter(|h| !h.is_empty())
-    });
+    let hash =
+        query.as_deref().and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("hash=")).filter(|h| !h.is_empty()));
     match hash {
         Some(h) if h != doc.hash => {
             let location = server_relative_url(key.trim_end_matches('/'), &doc.hash);
@@ -259,22 +258,25 @@ async fn v2_handler(State(api): State<Arc<OpenApi>>, headers: HeaderMap) -> Resp
 
 /// Writes a document with its ETag and Last-Modified, or `304` when
 /// `If-None-Match` names the current ETag (Go's `http.ServeContent`).
-fn serve(doc: &Doc, content_type: &'static str, headers: &HeaderMap, extra: &[(header::HeaderName, HeaderValue)]) -> Response {
+fn serve(
+    doc: &Doc,
+    content_type: &'static str,
+    headers: &HeaderMap,
+    extra: &[(header::HeaderName, HeaderValue)],
+) -> Response {
     let mut out = HeaderMap::new();
     for (k, v) in extra {
         out.insert(k.clone(), v.clone());
     }
     out.insert(header::ETAG, doc.etag.clone());
     out.insert(header::LAST_MODIFIED, doc.last_modified.clone());
-    let matches = headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|tag| {
-            let tag = tag.trim();
-            tag == "*" || tag.trim_start_matches("W/") == doc.etag.to_str().unwrap_or_default()
-        });
+    let matches =
+        headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(
+            |tag| {
+                let tag = tag.trim();
+                tag == "*" || tag.trim_start_matches("W/") == doc.etag.to_str().unwrap_or_default()
+            },
+        );
     if matches {
         return (StatusCode::NOT_MODIFIED, out).into_response();
     }
@@ -360,7 +362,10 @@ mod tests {
         assert_eq!(negotiate("*/*", &v2), Some(0));
         assert_eq!(negotiate("application/json, */*", &v2), Some(0));
         assert_eq!(negotiate("application/yaml", &v2), None);
-        assert_eq!(negotiate("application/json;q=0.5, application/com.github.proto-openapi.spec.v2.v1.0+protobuf", &v2), Some(2));
+        assert_eq!(
+            negotiate("application/json;q=0.5, application/com.github.proto-openapi.spec.v2.v1.0+protobuf", &v2),
+            Some(2)
+        );
         assert_eq!(negotiate("application/json;q=0", &v2), None);
     }
 
@@ -410,7 +415,8 @@ mod tests {
     async fn v2_serves_json_and_gnostic_protobuf() {
         let mut app: Router = router(Arc::new(OpenApi::new(&resources())));
         let (status, headers, body) =
-            call(&mut app, "/openapi/v2", &[("accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")]).await;
+            call(&mut app, "/openapi/v2", &[("accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")])
+                .await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(headers[header::CONTENT_TYPE], "application/com.github.proto-openapi.spec.v2.v1.0+protobuf");
         assert_eq!(headers[header::VARY], "Accept");

@@ -115,6 +115,7 @@ async fn start(fx: &Fixture, store: Arc<FakeStore>) -> Running {
         tls: fx.material(),
         store,
         shutdown_grace: Duration::from_secs(2),
+        cluster: Default::default(),
     })
     .await
     .unwrap();
@@ -273,7 +274,13 @@ async fn version_reports_the_kubernetes_api_level() {
 async fn unknown_paths_get_a_not_found_status() {
     let fx = fixture();
     let server = start(&fx, Arc::default()).await;
-    for path in ["/nope", "/api/v1/pods", "/readyz/nosuchcheck", "/livez/shutdown"] {
+    for path in [
+        "/nope",
+        "/api/v1/nosuchresources",
+        "/apis/nosuch.example.com/v1/things",
+        "/readyz/nosuchcheck",
+        "/livez/shutdown",
+    ] {
         let r = get(&fx, server.addr, path).await;
         assert_eq!(r.status, 404, "{path}");
         assert!(r.headers.contains("content-type: application/json"));

@@ -92,6 +92,40 @@ pub struct ServerArgs {
     /// Run only the control plane, without the node agent.
     #[arg(long, env = "RKUBE_DISABLE_AGENT")]
     pub disable_agent: bool,
+
+    /// How long Events are kept, as a Go duration (e.g. 1h0m0s, 30m, 90s).
+    #[arg(long, value_name = "DURATION", default_value = "1h0m0s", value_parser = parse_go_duration, env = "RKUBE_EVENT_TTL")]
+    pub event_ttl: std::time::Duration,
+}
+
+/// Parses a Go duration of hours, minutes, seconds and milliseconds
+/// (`1h0m0s`, `30m`, `1.5h`, `500ms`), as kube-apiserver's duration flags take.
+pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("invalid duration {s:?}: use e.g. 1h0m0s, 30m or 90s");
+    if s == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut total = 0f64;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+        let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let factor = match &rest[..unit_len] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            _ => return Err(bad()),
+        };
+        total += value * factor;
+        rest = &rest[unit_len..];
+    }
+    Ok(std::time::Duration::from_secs_f64(total))
 }
 
 /// The version line: rkube's version and the Kubernetes API level it serves.
@@ -114,7 +148,9 @@ pub fn validate(args: &ServerArgs) -> Result<(), String> {
     }
     if let Some(ip) = args.advertise_address {
         if ip.is_unspecified() || ip.is_multicast() {
-            return Err(format!("--advertise-address {ip} is not an address clients can reach; give one of this host's addresses"));
+            return Err(format!(
+                "--advertise-address {ip} is not an address clients can reach; give one of this host's addresses"
+            ));
         }
     }
     let svc = &args.service_cidr;
@@ -175,6 +211,18 @@ mod tests {
         let Command::Server(server) = cli.command;
         validate(&server)?;
         Ok(server)
+    }
+
+    #[test]
+    fn event_ttl_takes_go_durations() {
+        assert_eq!(parse(&[]).unwrap().event_ttl, std::time::Duration::from_secs(3600));
+        assert_eq!(parse_go_duration("1h30m").unwrap(), std::time::Duration::from_secs(5400));
+        assert_eq!(parse_go_duration("90s").unwrap(), std::time::Duration::from_secs(90));
+        assert_eq!(parse_go_duration("1.5h").unwrap(), std::time::Duration::from_secs(5400));
+        assert_eq!(parse_go_duration("500ms").unwrap(), std::time::Duration::from_millis(500));
+        for bad in ["", "1d", "h", "10"] {
+            assert!(parse_go_duration(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
+use rkube_apiserver::bootstrap::ClusterConfig;
 use rkube_apiserver::health::Endpoint;
+use rkube_apiserver::storage::ipalloc::ServiceCidr;
 use rkube_apiserver::{ApiServer, Config, TlsMaterial};
 use rkube_pki::{ClusterPki, PkiFiles, San, ServingNames};
 use rkube_store::{DatastoreEndpoint, SharedStore};
@@ -208,11 +210,28 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
         },
         store: store.clone(),
         shutdown_grace: SHUTDOWN_GRACE,
+        cluster: ClusterConfig {
+            service_cidr: service_cidr(&args.service_cidr)?,
+            event_ttl: args.event_ttl,
+            advertise_address,
+            advertise_port: args.https_port,
+            hostname: None,
+        },
     })
     .await
     .map_err(explain_bind_error)?;
 
     Ok(Running { server, store, compactor, kubeconfig: shown_kubeconfig })
+}
+
+/// The API server's view of `--service-cidr` (IPv4 only for now).
+fn service_cidr(cidr: &crate::net::Cidr) -> anyhow::Result<ServiceCidr> {
+    match cidr.network() {
+        std::net::IpAddr::V4(network) => Ok(ServiceCidr { network, prefix: 32 - cidr.host_bits() }),
+        std::net::IpAddr::V6(_) => {
+            Err(anyhow!("--service-cidr {cidr}: IPv6 Service ranges are not supported yet; use an IPv4 range"))
+        }
+    }
 }
 
 /// Creates the data dir and `<data-dir>/server` (mode 0700: it holds the

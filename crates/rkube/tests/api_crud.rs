@@ -278,10 +278,15 @@ fn deleting_a_configmap_answers_a_success_status() {
 #[test]
 fn kubectl_apply_creates_then_patches() {
     let s = TestServer::start();
-    let first = manifest(&s, "v1.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {a: \"1\", b: \"2\"}\n");
+    let first = manifest(
+        &s,
+        "v1.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {a: \"1\", b: \"2\"}\n",
+    );
     assert!(ok(&s, &["apply", "--validate=false", "-f", &first]).contains("configmap/applied created"));
     assert!(ok(&s, &["apply", "--validate=false", "-f", &first]).contains("configmap/applied unchanged"));
-    let second = manifest(&s, "v2.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {a: \"1\"}\n");
+    let second =
+        manifest(&s, "v2.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {a: \"1\"}\n");
     assert!(ok(&s, &["apply", "--validate=false", "-f", &second]).contains("configmap/applied configured"));
     assert_eq!(ok(&s, &["get", "cm", "applied", "-o", "jsonpath={.data}"]), r#"{"a":"1"}"#);
 }

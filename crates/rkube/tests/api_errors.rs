@@ -218,12 +218,23 @@ fn oversized_deeply_nested_and_protobuf_bodies() {
     let reply = post(&s, CM_URL, "application/json", nested.as_bytes());
     assert_eq!(reply.status, 400, "{}", reply.body);
 
+    // A protobuf envelope with an empty TypeMeta and no body decodes, as
+    // upstream, to an empty object of the URL's kind, which has no name.
     let reply = post(&s, CM_URL, "application/vnd.kubernetes.protobuf", b"k8s\x00\x0a\x00");
-    assert_status(
-        &reply,
-        415,
-        "UnsupportedMediaType",
-        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+    assert_eq!(reply.status, 422, "{}", reply.body);
+    assert_eq!(reply.json()["reason"], "Invalid", "{}", reply.body);
+    assert_eq!(reply.json()["details"]["causes"][0]["field"], "metadata.name", "{}", reply.body);
+    // A media type the server does not decode at all (CBOR is off by default in 1.33).
+    let reply = post(&s, CM_URL, "application/cbor", b"\xa0");
+    assert_eq!(reply.status, 415, "{}", reply.body);
+    assert_eq!(reply.json()["reason"], "UnsupportedMediaType", "{}", reply.body);
+    assert!(
+        reply.json()["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the body of the request was in an unknown format - accepted media types include: "),
+        "{}",
+        reply.body
     );
     let reply = request(&s, "GET", CM_URL, &[("Accept", "text/html")], b"");
     assert_status(

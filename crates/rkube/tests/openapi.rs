@@ -22,7 +22,12 @@ fn stderr(o: &Output) -> String {
 /// Runs kubectl and insists on success; returns stdout.
 fn kubectl_ok(server: &TestServer, args: &[&str]) -> String {
     let out = server.kubectl(args);
-    assert!(out.status.success(), "kubectl {args:?} failed:\n{}\n--- rkube stderr ---\n{}", stderr(&out), server.logs());
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed:\n{}\n--- rkube stderr ---\n{}",
+        stderr(&out),
+        server.logs()
+    );
     stdout(&out)
 }
 
@@ -166,7 +171,13 @@ fn kubectl_explain_prints_upstream_descriptions() {
     let ports = kubectl_ok(&server, &["explain", "pod.spec.containers.ports", "--recursive"]);
     assert!(ports.contains("FIELD: ports <[]ContainerPort>"), "{ports}");
     assert!(ports.contains("List of ports to expose from the container."), "{ports}");
-    for field in ["containerPort\t<integer> -required-", "hostIP\t<string>", "hostPort\t<integer>", "name\t<string>", "protocol\t<string>"] {
+    for field in [
+        "containerPort\t<integer> -required-",
+        "hostIP\t<string>",
+        "hostPort\t<integer>",
+        "name\t<string>",
+        "protocol\t<string>",
+    ] {
         assert!(ports.contains(field), "{field} missing:\n{ports}");
     }
 
@@ -195,7 +206,8 @@ fn kubectl_validates_on_the_server_and_applies_with_openapi_patch_metadata() {
 
     // Default validation (strict): kubectl finds fieldValidation on the
     // patch operation in /openapi/v3 and leaves validation to the server.
-    let good = write(dir.path(), "good.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: good\ndata:\n  a: b\n");
+    let good =
+        write(dir.path(), "good.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: good\ndata:\n  a: b\n");
     let out = server.kubectl(&["create", "-f", &good, "-v=6"]);
     let log = stderr(&out);
     assert!(out.status.success(), "{log}");
@@ -203,7 +215,11 @@ fn kubectl_validates_on_the_server_and_applies_with_openapi_patch_metadata() {
     assert!(log.contains("/openapi/v3/api/v1?hash="), "{log}");
     assert!(!log.contains("/openapi/v2"), "no fallback to v2 expected:\n{log}");
 
-    let bad = write(dir.path(), "bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  a: b\nbogus: 1\n");
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  a: b\nbogus: 1\n",
+    );
     let out = server.kubectl(&["create", "-f", &bad]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("strict decoding error: unknown field \"bogus\""), "{}", stderr(&out));

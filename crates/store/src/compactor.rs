@@ -31,7 +31,9 @@ pub fn spawn_compactor(store: SharedStore, interval: Duration) -> JoinHandle<()>
             if let Some(target) = previous.filter(|&r| r > 0) {
                 match store.compact(target).await {
                     Ok(()) => tracing::debug!(component = "store", revision = target, "compacted history"),
-                    Err(e) => tracing::warn!(component = "store", revision = target, error = %e, "compaction failed; retrying next interval"),
+                    Err(e) => {
+                        tracing::warn!(component = "store", revision = target, error = %e, "compaction failed; retrying next interval")
+                    }
                 }
             }
             previous = Some(current);

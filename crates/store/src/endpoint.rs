@@ -33,12 +33,8 @@ impl DatastoreEndpoint {
             return Ok(DatastoreEndpoint::Sqlite(PathBuf::from(path)));
         }
         if let Some(hosts) = s.strip_prefix("etcd://") {
-            let endpoints: Vec<String> = hosts
-                .split(',')
-                .map(str::trim)
-                .filter(|h| !h.is_empty())
-                .map(|h| format!("http://{h}"))
-                .collect();
+            let endpoints: Vec<String> =
+                hosts.split(',').map(str::trim).filter(|h| !h.is_empty()).map(|h| format!("http://{h}")).collect();
             if endpoints.is_empty() || hosts.split(',').any(|h| !h.contains(':')) {
                 return Err(format!(
                     "invalid datastore endpoint {s:?}: etcd needs host:port pairs, e.g. etcd://127.0.0.1:2379,10.0.0.2:2379"
@@ -46,9 +42,7 @@ impl DatastoreEndpoint {
             }
             return Ok(DatastoreEndpoint::Etcd(endpoints));
         }
-        Err(format!(
-            "invalid datastore endpoint {s:?}: use sqlite:///path/state.db or etcd://host:port[,host:port...]"
-        ))
+        Err(format!("invalid datastore endpoint {s:?}: use sqlite:///path/state.db or etcd://host:port[,host:port...]"))
     }
 }
 

@@ -223,13 +223,7 @@ pub trait Store: Send + Sync + 'static {
     /// Replaces the value of `key` if its mod revision is `expected`;
     /// otherwise [`StoreError::Conflict`] (or `NotFound` if absent). `ttl`
     /// as in [`Store::create`]; `None` removes any previous TTL.
-    async fn update(
-        &self,
-        key: &str,
-        value: Bytes,
-        expected: Revision,
-        ttl: Option<Duration>,
-    ) -> Result<KeyValue>;
+    async fn update(&self, key: &str, value: Bytes, expected: Revision, ttl: Option<Duration>) -> Result<KeyValue>;
 
     /// Deletes `key`, if `expected` is given only when its mod revision is
     /// that one ([`StoreError::Conflict`] otherwise). Absent keys fail with
@@ -259,11 +253,7 @@ pub type SharedStore = Arc<dyn Store>;
 /// Checks a value against [`MAX_VALUE_BYTES`]; every backend calls this first.
 pub fn check_value_size(key: &str, value: &[u8]) -> Result<()> {
     if value.len() > MAX_VALUE_BYTES {
-        return Err(StoreError::ValueTooLarge {
-            key: key.to_string(),
-            size: value.len(),
-            limit: MAX_VALUE_BYTES,
-        });
+        return Err(StoreError::ValueTooLarge { key: key.to_string(), size: value.len(), limit: MAX_VALUE_BYTES });
     }
     Ok(())
 }

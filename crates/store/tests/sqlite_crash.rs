@@ -168,7 +168,11 @@ fn acknowledged_writes_survive_kill_9() {
         let mut created = 0;
         for a in &acks {
             assert!(revisions.insert(a.revision), "revision {} acknowledged twice", a.revision);
-            assert!(a.revision <= current, "acknowledged revision {} is above the recovered revision {current}", a.revision);
+            assert!(
+                a.revision <= current,
+                "acknowledged revision {} is above the recovered revision {current}",
+                a.revision
+            );
             if a.key.starts_with("/crash/counter/") {
                 let entry = last_counter.entry(a.key.clone()).or_insert(a);
                 if a.revision > entry.revision {
@@ -177,14 +181,25 @@ fn acknowledged_writes_survive_kill_9() {
                 continue;
             }
             created += 1;
-            let kv = store.get(&a.key, None).await.unwrap().kv.unwrap_or_else(|| panic!("acknowledged key {} was lost", a.key));
+            let kv = store
+                .get(&a.key, None)
+                .await
+                .unwrap()
+                .kv
+                .unwrap_or_else(|| panic!("acknowledged key {} was lost", a.key));
             assert_eq!(kv.mod_revision, a.revision, "{}", a.key);
             assert_eq!(kv.value, Bytes::from(a.value.clone()), "{}", a.key);
         }
         for (key, a) in &last_counter {
-            let kv = store.get(key, None).await.unwrap().kv.unwrap_or_else(|| panic!("acknowledged key {key} was lost"));
+            let kv =
+                store.get(key, None).await.unwrap().kv.unwrap_or_else(|| panic!("acknowledged key {key} was lost"));
             // A later write may have committed without its ack being printed.
-            assert!(kv.mod_revision >= a.revision, "{key}: recovered revision {} is older than acknowledged {}", kv.mod_revision, a.revision);
+            assert!(
+                kv.mod_revision >= a.revision,
+                "{key}: recovered revision {} is older than acknowledged {}",
+                kv.mod_revision,
+                a.revision
+            );
             if kv.mod_revision == a.revision {
                 assert_eq!(kv.value, Bytes::from(a.value.clone()), "{key}");
             }

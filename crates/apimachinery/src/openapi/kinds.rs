@@ -12,8 +12,8 @@
 use std::borrow::Cow;
 
 use k8s_openapi::api::{
-    admissionregistration, apps, authentication, authorization, autoscaling, batch, certificates, coordination,
-    core, discovery, events, flowcontrol, networking, node, policy, rbac, scheduling, storage,
+    admissionregistration, apps, authentication, authorization, autoscaling, batch, certificates, coordination, core,
+    discovery, events, flowcontrol, networking, node, policy, rbac, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;

@@ -93,15 +93,33 @@ impl Spec {
         }
         documents.insert(
             "api".into(),
-            vec![paths::discovery_path("/api/", "getCoreAPIVersions".into(), "core".into(), "get available API versions", schemas::API_VERSIONS)],
+            vec![paths::discovery_path(
+                "/api/",
+                "getCoreAPIVersions".into(),
+                "core".into(),
+                "get available API versions",
+                schemas::API_VERSIONS,
+            )],
         );
         documents.insert(
             "apis".into(),
-            vec![paths::discovery_path("/apis/", "getAPIVersions".into(), "apis".into(), "get available API versions", schemas::API_GROUP_LIST)],
+            vec![paths::discovery_path(
+                "/apis/",
+                "getAPIVersions".into(),
+                "apis".into(),
+                "get available API versions",
+                schemas::API_GROUP_LIST,
+            )],
         );
         documents.insert(
             "version".into(),
-            vec![paths::discovery_path("/version/", "getCodeVersion".into(), "version".into(), "get the version information for this server", schemas::VERSION_INFO)],
+            vec![paths::discovery_path(
+                "/version/",
+                "getCodeVersion".into(),
+                "version".into(),
+                "get the version information for this server",
+                schemas::VERSION_INFO,
+            )],
         );
         let v3_defs = schemas.defs.iter().map(|(name, s)| (name.clone(), s.to_string())).collect();
         Spec { schemas, documents, v3_defs, version: crate::version::git_version() }
@@ -143,7 +161,10 @@ impl Spec {
             out.extend_from_slice(def.as_bytes());
         }
         out.extend_from_slice(br#"},"securitySchemes":"#);
-        write_json(&mut out, &json!({"BearerToken": {"type": "apiKey", "description": "Bearer Token authentication", "name": "authorization", "in": "header"}}));
+        write_json(
+            &mut out,
+            &json!({"BearerToken": {"type": "apiKey", "description": "Bearer Token authentication", "name": "authorization", "in": "header"}}),
+        );
         out.extend_from_slice(br#"},"security":[{"BearerToken":[]}]}"#);
         Some(out)
     }

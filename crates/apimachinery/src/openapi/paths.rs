@@ -42,13 +42,25 @@ const fn q(name: &'static str, ty: &'static str, description: &'static str) -> P
 const ALLOW_WATCH_BOOKMARKS: Param = q("allowWatchBookmarks", "boolean", "allowWatchBookmarks asks for watch events of type \"BOOKMARK\". Servers may send them at their own discretion; clients must not rely on their timing or on getting any. Ignored unless this is a watch.");
 const CONTINUE: Param = q("continue", "string", "The continue token of a previous, limited list call, to fetch the next chunk with otherwise identical parameters. An expired token gets 410 ResourceExpired; the client then restarts the list. Not supported with watch=true.");
 const DRY_RUN: Param = q("dryRun", "string", "When present, the request is processed in full but nothing is persisted. The only valid value is All; anything else is rejected.");
-const FIELD_MANAGER: Param = q("fieldManager", "string", "fieldManager names the actor making these changes, recorded in managedFields. At most 128 printable characters.");
-const FIELD_SELECTOR: Param = q("fieldSelector", "string", "A selector restricting the returned objects by their fields. Defaults to everything.");
+const FIELD_MANAGER: Param = q(
+    "fieldManager",
+    "string",
+    "fieldManager names the actor making these changes, recorded in managedFields. At most 128 printable characters.",
+);
+const FIELD_SELECTOR: Param = q(
+    "fieldSelector",
+    "string",
+    "A selector restricting the returned objects by their fields. Defaults to everything.",
+);
 const FIELD_VALIDATION: Param = q("fieldValidation", "string", "fieldValidation decides what happens to objects in the request (POST/PUT/PATCH) that contain unknown or duplicate fields. Ignore: unknown fields are dropped silently and the last of duplicate fields wins. Warn: the same, with one warning header per unknown or duplicate field. Strict: the request fails with BadRequest, listing every unknown and duplicate field.");
 const FORCE: Param = q("force", "boolean", "Force applies the request even if it conflicts with fields owned by other managers, taking their ownership. Only for apply patches; must be unset otherwise.");
 const GRACE_PERIOD_SECONDS: Param = q("gracePeriodSeconds", "integer", "Seconds to wait before the object is deleted; non-negative, 0 deletes at once. When unset, the kind's default grace period applies.");
 const IGNORE_STORE_READ_ERROR: Param = q("ignoreStoreReadErrorWithClusterBreakingPotential", "boolean", "When true, an object whose stored data cannot be read (e.g. cannot be decrypted) is deleted without the usual checks. Dangerous: may break the cluster; requires the delete-ignore-read-errors permission.");
-const LABEL_SELECTOR: Param = q("labelSelector", "string", "A selector restricting the returned objects by their labels. Defaults to everything.");
+const LABEL_SELECTOR: Param = q(
+    "labelSelector",
+    "string",
+    "A selector restricting the returned objects by their labels. Defaults to everything.",
+);
 const LIMIT: Param = q("limit", "integer", "The largest number of items to return. When more exist, the list metadata carries a continue token for the next chunk; fewer items (even none) may come back, so only the token tells whether more remain. Chunks of one list are served from one consistent snapshot. Not supported with watch=true.");
 const ORPHAN_DEPENDENTS: Param = q("orphanDependents", "boolean", "Deprecated: use propagationPolicy. If true, the \"orphan\" finalizer is added to the object; if false, it is removed. Set this or propagationPolicy, not both.");
 const PRETTY: Param = q("pretty", "string", "If 'true', the output is pretty printed.");
@@ -56,7 +68,8 @@ const PROPAGATION_POLICY: Param = q("propagationPolicy", "string", "How dependen
 const RESOURCE_VERSION: Param = q("resourceVersion", "string", "A constraint on which resource versions the request may be served from; see https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions. Defaults to unset.");
 const RESOURCE_VERSION_MATCH: Param = q("resourceVersionMatch", "string", "How resourceVersion is applied to list calls (NotOlderThan or Exact); recommended whenever resourceVersion is set. Defaults to unset.");
 const SEND_INITIAL_EVENTS: Param = q("sendInitialEvents", "boolean", "With watch=true, starts the watch with synthetic ADDED events for the current state, followed by a BOOKMARK annotated \"k8s.io/initial-events-end\". Requires resourceVersionMatch=NotOlderThan.");
-const TIMEOUT_SECONDS: Param = q("timeoutSeconds", "integer", "Timeout for the list/watch call, regardless of activity.");
+const TIMEOUT_SECONDS: Param =
+    q("timeoutSeconds", "integer", "Timeout for the list/watch call, regardless of activity.");
 const WATCH: Param = q("watch", "boolean", "Watch for changes to the described resources and return them as a stream of add, update and remove notifications. Specify resourceVersion.");
 
 const LIST_PARAMS: &[Param] = &[
@@ -93,11 +106,23 @@ const DELETE_COLLECTION_PARAMS: &[Param] = &[
 const LOG_PARAMS: &[Param] = &[
     q("container", "string", "The container whose logs to stream. Defaults to the only container if the pod has one."),
     q("follow", "boolean", "Follow the log stream of the pod. Defaults to false."),
-    q("insecureSkipTLSVerifyBackend", "boolean", "Skip verifying the serving certificate of the backend (kubelet) the logs come from. Defaults to false."),
-    q("limitBytes", "integer", "Stop after this many bytes of log output (the last line may be incomplete). Defaults to no limit."),
+    q(
+        "insecureSkipTLSVerifyBackend",
+        "boolean",
+        "Skip verifying the serving certificate of the backend (kubelet) the logs come from. Defaults to false.",
+    ),
+    q(
+        "limitBytes",
+        "integer",
+        "Stop after this many bytes of log output (the last line may be incomplete). Defaults to no limit.",
+    ),
     q("previous", "boolean", "Return the logs of the previous, terminated container. Defaults to false."),
     q("sinceSeconds", "integer", "Only logs newer than this many seconds before now. Set this or sinceTime, not both."),
-    q("stream", "string", "Which stream to return: All, Stdout or Stderr. Defaults to All; incompatible with tailLines."),
+    q(
+        "stream",
+        "string",
+        "Which stream to return: All, Stdout or Stderr. Defaults to All; incompatible with tailLines.",
+    ),
     q("tailLines", "integer", "The number of lines from the end of the log to show. Defaults to the whole log."),
     q("timestamps", "boolean", "Prefix every line with an RFC3339 timestamp. Defaults to false."),
 ];
@@ -127,7 +152,8 @@ const LIST_TYPES: &[&str] = &[
     "application/json;stream=watch",
     "application/vnd.kubernetes.protobuf;stream=watch",
 ];
-const LOG_TYPES: &[&str] = &["text/plain", "application/json", "application/yaml", "application/vnd.kubernetes.protobuf"];
+const LOG_TYPES: &[&str] =
+    &["text/plain", "application/json", "application/yaml", "application/vnd.kubernetes.protobuf"];
 const ANY: &[&str] = &["*/*"];
 const PATCH_TYPES: &[&str] = &[
     "application/apply-patch+yaml",
@@ -286,7 +312,8 @@ pub(crate) fn resources_path(group: &str, version: &str) -> PathItem {
 /// `/apis/` (`getAPIVersions`), `/apis/<group>/` (`get<Group>APIGroup`),
 /// `/version/` (`getCodeVersion`).
 pub(crate) fn discovery_path(path: &str, id: String, tag: String, description: &str, definition: &str) -> PathItem {
-    let produces: &'static [&'static str] = if definition == schemas::VERSION_INFO { &["application/json"] } else { OBJECT_TYPES };
+    let produces: &'static [&'static str] =
+        if definition == schemas::VERSION_INFO { &["application/json"] } else { OBJECT_TYPES };
     PathItem {
         path: path.to_string(),
         params: vec![],
@@ -363,7 +390,8 @@ pub(crate) fn resource_paths(r: &ResourceInfo, schemas: &Schemas, strategic_merg
     let mut ops = Vec::new();
     if r.allows("list") {
         if let Some(list_def) = &list_def {
-            let mut o = op("get", "list", &format!("{ns_word}{kind}"), format!("list or watch objects of kind {kind}"), "list");
+            let mut o =
+                op("get", "list", &format!("{ns_word}{kind}"), format!("list or watch objects of kind {kind}"), "list");
             o.params = LIST_PARAMS.to_vec();
             o.produces = LIST_TYPES;
             o.responses = vec![ok(Body::Ref(list_def.clone())), unauthorized()];
@@ -371,14 +399,21 @@ pub(crate) fn resource_paths(r: &ResourceInfo, schemas: &Schemas, strategic_merg
         }
     }
     if r.allows("create") {
-        let mut o = op("post", "create", &format!("{ns_word}{kind}"), format!("create {} {kind}", article(kind)), "post");
+        let mut o =
+            op("post", "create", &format!("{ns_word}{kind}"), format!("create {} {kind}", article(kind)), "post");
         o.params = WRITE_PARAMS.to_vec();
         o.request = Some((kind_def.clone(), ANY, true));
         o.responses = vec![ok(kind_ref()), created(kind_ref()), accepted(kind_ref()), unauthorized()];
         ops.push(o);
     }
     if r.allows("deletecollection") {
-        let mut o = op("delete", "delete", &format!("Collection{ns_word}{kind}"), format!("delete collection of {kind}"), "deletecollection");
+        let mut o = op(
+            "delete",
+            "delete",
+            &format!("Collection{ns_word}{kind}"),
+            format!("delete collection of {kind}"),
+            "deletecollection",
+        );
         o.params = DELETE_COLLECTION_PARAMS.to_vec();
         o.request = Some((schemas::DELETE_OPTIONS.into(), ANY, false));
         o.responses = vec![ok(status_ref()), unauthorized()];
@@ -424,7 +459,13 @@ pub(crate) fn resource_paths(r: &ResourceInfo, schemas: &Schemas, strategic_merg
     // All namespaces: list and watch across namespaces.
     if namespaced && r.allows("list") {
         if let Some(list_def) = &list_def {
-            let mut o = op("get", "list", &format!("{kind}ForAllNamespaces"), format!("list or watch objects of kind {kind}"), "list");
+            let mut o = op(
+                "get",
+                "list",
+                &format!("{kind}ForAllNamespaces"),
+                format!("list or watch objects of kind {kind}"),
+                "list",
+            );
             o.produces = LIST_TYPES;
             o.responses = vec![ok(Body::Ref(list_def.clone())), unauthorized()];
             let mut params: Vec<(Param, bool)> = LIST_PARAMS.iter().map(|p| (p.clone(), false)).collect();
@@ -552,21 +593,34 @@ pub(crate) fn resource_paths(r: &ResourceInfo, schemas: &Schemas, strategic_merg
             ops.push(o);
         }
         if allows("create") {
-            let mut o = with_gvk(op("post", "create", &rest, format!("create {} of {} {kind}", sub.name, article(kind)), "post"));
+            let mut o = with_gvk(op(
+                "post",
+                "create",
+                &rest,
+                format!("create {} of {} {kind}", sub.name, article(kind)),
+                "post",
+            ));
             o.params = WRITE_PARAMS.to_vec();
             o.request = Some((sub_def.clone(), ANY, true));
             o.responses = vec![ok(sub_ref()), created(sub_ref()), accepted(sub_ref()), unauthorized()];
             ops.push(o);
         }
         if allows("update") {
-            let mut o = with_gvk(op("put", "replace", &rest, format!("replace {} of the specified {kind}", sub.name), "put"));
+            let mut o =
+                with_gvk(op("put", "replace", &rest, format!("replace {} of the specified {kind}", sub.name), "put"));
             o.params = WRITE_PARAMS.to_vec();
             o.request = Some((sub_def.clone(), ANY, true));
             o.responses = vec![ok(sub_ref()), created(sub_ref()), unauthorized()];
             ops.push(o);
         }
         if allows("patch") {
-            let mut o = with_gvk(op("patch", "patch", &rest, format!("partially update {} of the specified {kind}", sub.name), "patch"));
+            let mut o = with_gvk(op(
+                "patch",
+                "patch",
+                &rest,
+                format!("partially update {} of the specified {kind}", sub.name),
+                "patch",
+            ));
             o.params = PATCH_PARAMS.to_vec();
             o.request = Some((schemas::PATCH.into(), patch_types, true));
             o.responses = vec![ok(sub_ref()), created(sub_ref()), unauthorized()];
@@ -659,7 +713,8 @@ impl Operation {
         }
         if let Some((def, types, required)) = &self.request {
             let schema = json!({"$ref": format!("{}{def}", schemas::REF_PREFIX)});
-            let content: Map<String, Value> = types.iter().map(|t| (t.to_string(), json!({"schema": schema}))).collect();
+            let content: Map<String, Value> =
+                types.iter().map(|t| (t.to_string(), json!({"schema": schema}))).collect();
             let mut body = Map::new();
             body.insert("content".into(), Value::Object(content));
             if *required {

@@ -91,7 +91,9 @@ pub fn encode_document(doc: &Value) -> Vec<u8> {
 
 fn path_item(w: &mut Writer, item: &Value) {
     let Some(item) = item.as_object() else { return };
-    for (method, field) in [("get", 2), ("put", 3), ("post", 4), ("delete", 5), ("options", 6), ("head", 7), ("patch", 8)] {
+    for (method, field) in
+        [("get", 2), ("put", 3), ("post", 4), ("delete", 5), ("options", 6), ("head", 7), ("patch", 8)]
+    {
         if let Some(op) = item.get(method).and_then(Value::as_object) {
             w.message(field, |w| operation(w, op));
         }

@@ -96,7 +96,11 @@ pub(crate) struct ListKind {
 /// `served` are the served group-versions: the shared meta kinds
 /// (`DeleteOptions`, `WatchEvent`) carry one GVK per group-version, as
 /// upstream's do.
-pub(crate) fn generate(kinds: &[&'static KindSchema], lists: &[ListKind], served: &[(&'static str, &'static str)]) -> Schemas {
+pub(crate) fn generate(
+    kinds: &[&'static KindSchema],
+    lists: &[ListKind],
+    served: &[(&'static str, &'static str)],
+) -> Schemas {
     let mut gen = SchemaSettings::openapi3().into_generator();
     let mut by_gvk = HashMap::new();
     for k in kinds {

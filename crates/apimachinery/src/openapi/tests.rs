@@ -56,17 +56,17 @@ fn patch_operation_carries_what_kubectl_looks_for() {
     let item = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"];
     let patch = &item["patch"];
     assert_eq!(patch["operationId"], json!("patchAppsV1NamespacedDeployment"));
-    assert_eq!(patch["x-kubernetes-group-version-kind"], json!({"group": "apps", "version": "v1", "kind": "Deployment"}));
+    assert_eq!(
+        patch["x-kubernetes-group-version-kind"],
+        json!({"group": "apps", "version": "v1", "kind": "Deployment"})
+    );
     assert_eq!(patch["x-kubernetes-action"], json!("patch"));
     let params = patch["parameters"].as_array().unwrap();
     assert!(params.iter().any(|p| p["name"] == "fieldValidation" && p["in"] == "query"));
     let content = patch["requestBody"]["content"].as_object().unwrap();
     assert!(content.contains_key("application/merge-patch+json"));
     assert!(content.contains_key("application/apply-patch+yaml"));
-    assert_eq!(
-        content.contains_key("application/strategic-merge-patch+json"),
-        extensions::strategic_merge_supported()
-    );
+    assert_eq!(content.contains_key("application/strategic-merge-patch+json"), extensions::strategic_merge_supported());
     assert_eq!(item["get"]["operationId"], json!("readAppsV1NamespacedDeployment"));
     assert_eq!(item["put"]["operationId"], json!("replaceAppsV1NamespacedDeployment"));
     assert_eq!(item["delete"]["operationId"], json!("deleteAppsV1NamespacedDeployment"));
@@ -100,7 +100,11 @@ fn explain_finds_the_kind_schema() {
     assert!(pod["properties"]["spec"]["description"].is_string());
     // Nodes are cluster-scoped.
     assert_eq!(doc["paths"]["/api/v1/nodes/{name}"]["patch"]["operationId"], json!("patchCoreV1Node"));
-    assert!(doc["paths"]["/api/v1/nodes/{name}"]["parameters"].as_array().unwrap().iter().all(|p| p["name"] != "namespace"));
+    assert!(doc["paths"]["/api/v1/nodes/{name}"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["name"] != "namespace"));
     // Subresources.
     let paths = &doc["paths"];
     assert_eq!(
@@ -115,7 +119,10 @@ fn explain_finds_the_kind_schema() {
         paths["/api/v1/namespaces/{namespace}/pods/{name}/proxy/{path}"]["head"]["operationId"],
         json!("connectCoreV1HeadNamespacedPodProxyWithPath")
     );
-    assert_eq!(paths["/api/v1/namespaces/{namespace}/pods/{name}/log"]["get"]["operationId"], json!("readCoreV1NamespacedPodLog"));
+    assert_eq!(
+        paths["/api/v1/namespaces/{namespace}/pods/{name}/log"]["get"]["operationId"],
+        json!("readCoreV1NamespacedPodLog")
+    );
     assert_eq!(
         paths["/api/v1/namespaces/{namespace}/pods/{name}/status"]["put"]["operationId"],
         json!("replaceCoreV1NamespacedPodStatus")
@@ -144,10 +151,7 @@ fn v2_document_is_swagger_with_resolving_definitions() {
     let text = doc.to_string();
     assert!(!text.contains("#/components/"));
     assert!(!text.contains("\"allOf\""));
-    assert_eq!(
-        defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"],
-        json!("int-or-string")
-    );
+    assert_eq!(defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"], json!("int-or-string"));
     let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
     assert_eq!(patch["operationId"], json!("patchCoreV1NamespacedPod"));
     assert!(patch["parameters"].as_array().unwrap().iter().any(|p| p["in"] == "body"));
@@ -221,11 +225,10 @@ fn builtin_registry_documents() {
     for r in registry.resources() {
         let key = gv_key(r.group, r.version);
         let doc = docs.iter().find(|(k, _)| *k == key).map(|(_, d)| d).unwrap();
-        let has_kind_schema = doc["components"]["schemas"]
-            .as_object()
-            .unwrap()
-            .values()
-            .any(|s| s["x-kubernetes-group-version-kind"].as_array().is_some_and(|g| g.contains(&gvk_json(&r.gvk()))));
+        let has_kind_schema =
+            doc["components"]["schemas"].as_object().unwrap().values().any(|s| {
+                s["x-kubernetes-group-version-kind"].as_array().is_some_and(|g| g.contains(&gvk_json(&r.gvk())))
+            });
         if !has_kind_schema {
             missing.push(format!("{}/{} {}", r.group, r.version, r.kind));
             continue;

@@ -99,14 +99,18 @@ mod tests {
             }
         });
         let v2 = schema_to_v2("Foo", &v3);
-        assert_eq!(v2["properties"]["spec"], json!({"$ref": "#/definitions/io.k8s.api.core.v1.PodSpec", "description": "d"}));
+        assert_eq!(
+            v2["properties"]["spec"],
+            json!({"$ref": "#/definitions/io.k8s.api.core.v1.PodSpec", "description": "d"})
+        );
         assert_eq!(v2["properties"]["items"]["items"]["$ref"], json!("#/definitions/X"));
         assert_eq!(v2["properties"]["$ref"], json!({"type": "string"}));
     }
 
     #[test]
     fn scalars() {
-        let ios = json!({"description": "d", "oneOf": [{"type": "integer"}, {"type": "string"}], "format": "int-or-string"});
+        let ios =
+            json!({"description": "d", "oneOf": [{"type": "integer"}, {"type": "string"}], "format": "int-or-string"});
         assert_eq!(
             schema_to_v2("io.k8s.apimachinery.pkg.util.intstr.IntOrString", &ios),
             json!({"description": "d", "type": "string", "format": "int-or-string"})

@@ -95,7 +95,11 @@ pub fn apply(doc: &Value, ops: &[Operation]) -> Result<Value, JsonPatchError> {
 
 /// Applies decoded operations with a given limit on the total size of
 /// copied values (`None`: unlimited).
-pub fn apply_with_copy_limit(doc: &Value, ops: &[Operation], copy_limit: Option<usize>) -> Result<Value, JsonPatchError> {
+pub fn apply_with_copy_limit(
+    doc: &Value,
+    ops: &[Operation],
+    copy_limit: Option<usize>,
+) -> Result<Value, JsonPatchError> {
     let mut doc = doc.clone();
     let mut copied = 0usize;
     for op in ops {
@@ -128,7 +132,12 @@ fn value(op: &Operation) -> Value {
     op.get("value").cloned().unwrap_or(Value::Null)
 }
 
-fn apply_op(doc: &mut Value, op: &Operation, copied: &mut usize, copy_limit: Option<usize>) -> Result<(), JsonPatchError> {
+fn apply_op(
+    doc: &mut Value,
+    op: &Operation,
+    copied: &mut usize,
+    copy_limit: Option<usize>,
+) -> Result<(), JsonPatchError> {
     match kind(op) {
         "add" => {
             let Some(path) = str_field(op, "path") else {
@@ -144,9 +153,14 @@ fn apply_op(doc: &mut Value, op: &Operation, copied: &mut usize, copy_limit: Opt
                 return err("remove operation failed to decode path: missing value");
             };
             let Some((con, key)) = find_object(doc, path) else {
-                return err(format!("remove operation does not apply: doc is missing path: \"{}\": missing value", path));
+                return err(format!(
+                    "remove operation does not apply: doc is missing path: \"{}\": missing value",
+                    path
+                ));
             };
-            remove(con, &key).map(|_| ()).map_err(|e| JsonPatchError(format!("error in remove for path: '{}': {}", path, e.0)))
+            remove(con, &key)
+                .map(|_| ())
+                .map_err(|e| JsonPatchError(format!("error in remove for path: '{}': {}", path, e.0)))
         }
         "replace" => {
             let Some(path) = str_field(op, "path") else {
@@ -166,14 +180,18 @@ fn apply_op(doc: &mut Value, op: &Operation, copied: &mut usize, copy_limit: Opt
             if get(con, &key).is_err() {
                 return err(format!("replace operation does not apply: doc is missing key: {}: missing value", path));
             }
-            set(con, &key, value(op)).map_err(|e| JsonPatchError(format!("error in remove for path: '{}': {}", path, e.0)))
+            set(con, &key, value(op))
+                .map_err(|e| JsonPatchError(format!("error in remove for path: '{}': {}", path, e.0)))
         }
         "move" => {
             let Some(from) = str_field(op, "from") else {
                 return err("move operation failed to decode from: operation, missing from field: missing value");
             };
             let Some((con, key)) = find_object(doc, from) else {
-                return err(format!("move operation does not apply: doc is missing from path: {}: missing value", from));
+                return err(format!(
+                    "move operation does not apply: doc is missing from path: {}: missing value",
+                    from
+                ));
             };
             let val = get(con, &key)
                 .map_err(|e| JsonPatchError(format!("error in move for path: '{}': {}", key, e.0)))?
@@ -184,7 +202,10 @@ fn apply_op(doc: &mut Value, op: &Operation, copied: &mut usize, copy_limit: Opt
                 return err("move operation failed to decode path: operation missing path field: missing value");
             };
             let Some((con, key)) = find_object(doc, path) else {
-                return err(format!("move operation does not apply: doc is missing destination path: {}: missing value", path));
+                return err(format!(
+                    "move operation does not apply: doc is missing destination path: {}: missing value",
+                    path
+                ));
             };
             add(con, &key, val).map_err(|e| JsonPatchError(format!("error in move for path: '{}': {}", path, e.0)))
         }
@@ -203,7 +224,8 @@ fn apply_op(doc: &mut Value, op: &Operation, copied: &mut usize, copy_limit: Opt
             let Some((con, key)) = find_object(doc, path) else {
                 return err(format!("test operation does not apply: is missing path: {}: missing value", path));
             };
-            let actual = get(con, &key).map_err(|e| JsonPatchError(format!("error in test for path: '{}': {}", path, e.0)))?;
+            let actual =
+                get(con, &key).map_err(|e| JsonPatchError(format!("error in test for path: '{}': {}", path, e.0)))?;
             let pass = match (actual.filter(|v| !v.is_null()), expected) {
                 (None, None) | (None, Some(Value::Null)) => true,
                 (None, Some(_)) | (Some(_), None) => false,
@@ -220,7 +242,10 @@ fn apply_op(doc: &mut Value, op: &Operation, copied: &mut usize, copy_limit: Opt
                 return err("copy operation failed to decode from: operation, missing from field: missing value");
             };
             let Some((con, key)) = find_object(doc, from) else {
-                return err(format!("copy operation does not apply: doc is missing from path: {}: missing value", from));
+                return err(format!(
+                    "copy operation does not apply: doc is missing from path: {}: missing value",
+                    from
+                ));
             };
             let val = get(con, &key)
                 .map_err(|e| JsonPatchError(format!("error in copy for from: '{}': {}", from, e.0)))?
@@ -230,7 +255,10 @@ fn apply_op(doc: &mut Value, op: &Operation, copied: &mut usize, copy_limit: Opt
                 return err("copy operation failed to decode path: missing value");
             };
             let Some((con, key)) = find_object(doc, path) else {
-                return err(format!("copy operation does not apply: doc is missing destination path: {}: missing value", path));
+                return err(format!(
+                    "copy operation does not apply: doc is missing destination path: {}: missing value",
+                    path
+                ));
             };
             *copied += val.to_string().len();
             if let Some(limit) = copy_limit {
@@ -365,7 +393,8 @@ fn add(con: &mut Value, key: &str, val: Value) -> Result<(), JsonPatchError> {
                 a.push(val);
                 return Ok(());
             }
-            let mut idx = atoi(key).map_err(|e| JsonPatchError(format!("value was not a proper array index: '{}': {}", key, e.0)))?;
+            let mut idx = atoi(key)
+                .map_err(|e| JsonPatchError(format!("value was not a proper array index: '{}': {}", key, e.0)))?;
             let size = a.len() as i64 + 1;
             if idx >= size {
                 return Err(invalid_index(idx));

@@ -300,7 +300,10 @@ mod tests {
     fn pod_template_fields_as_upstream_tags() {
         let c = &["spec", "template", "spec", "containers"];
         assert_eq!(at("apps", "v1", "Deployment", c), Some((MERGE, Some("name"))));
-        assert_eq!(at("apps", "v1", "Deployment", &["spec", "template", "spec", "volumes"]), Some((MERGE | RETAIN_KEYS, Some("name"))));
+        assert_eq!(
+            at("apps", "v1", "Deployment", &["spec", "template", "spec", "volumes"]),
+            Some((MERGE | RETAIN_KEYS, Some("name")))
+        );
         assert_eq!(at("apps", "v1", "Deployment", &["spec", "strategy"]), Some((RETAIN_KEYS, None)));
         assert_eq!(at("", "v1", "Pod", &["spec", "containers", "ports"]), Some((MERGE, Some("containerPort"))));
         assert_eq!(at("", "v1", "Pod", &["spec", "containers", "env"]), Some((MERGE, Some("name"))));
@@ -316,8 +319,14 @@ mod tests {
         assert_eq!(at("", "v1", "Pod", &["status", "conditions"]), Some((MERGE, Some("type"))));
         assert_eq!(at("", "v1", "Pod", &["status", "podIPs"]), Some((MERGE, Some("ip"))));
         assert_eq!(at("", "v1", "Pod", &["status", "hostIPs"]), Some((MERGE, Some("ip"))));
-        assert_eq!(at("batch", "v1", "CronJob", &["spec", "jobTemplate", "spec", "template", "spec", "containers"]), Some((MERGE, Some("name"))));
-        assert_eq!(at("apps", "v1", "StatefulSet", &["spec", "volumeClaimTemplates", "metadata", "finalizers"]), Some((MERGE, None)));
+        assert_eq!(
+            at("batch", "v1", "CronJob", &["spec", "jobTemplate", "spec", "template", "spec", "containers"]),
+            Some((MERGE, Some("name")))
+        );
+        assert_eq!(
+            at("apps", "v1", "StatefulSet", &["spec", "volumeClaimTemplates", "metadata", "finalizers"]),
+            Some((MERGE, None))
+        );
     }
 
     #[test]
@@ -341,11 +350,22 @@ mod tests {
         assert_eq!(at("", "v1", "ConfigMap", &["metadata", "finalizers"]), Some((MERGE, None)));
         assert_eq!(at("", "v1", "ConfigMap", &["metadata", "ownerReferences"]), Some((MERGE, Some("uid"))));
         assert_eq!(at("policy", "v1", "PodDisruptionBudget", &["spec", "selector"]), Some((REPLACE, None)));
-        assert_eq!(at("autoscaling", "v2", "HorizontalPodAutoscaler", &["status", "conditions"]), Some((MERGE, Some("type"))));
-        assert_eq!(at("apiregistration.k8s.io", "v1", "APIService", &["status", "conditions"]), Some((MERGE, Some("type"))));
+        assert_eq!(
+            at("autoscaling", "v2", "HorizontalPodAutoscaler", &["status", "conditions"]),
+            Some((MERGE, Some("type")))
+        );
+        assert_eq!(
+            at("apiregistration.k8s.io", "v1", "APIService", &["status", "conditions"]),
+            Some((MERGE, Some("type")))
+        );
         assert_eq!(at("storage.k8s.io", "v1", "CSINode", &["spec", "drivers"]), Some((MERGE, Some("name"))));
         assert_eq!(
-            at("apiextensions.k8s.io", "v1", "CustomResourceDefinition", &["spec", "versions", "schema", "openAPIV3Schema", "properties", "x-kubernetes-validations"]),
+            at(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+                &["spec", "versions", "schema", "openAPIV3Schema", "properties", "x-kubernetes-validations"]
+            ),
             Some((MERGE, Some("rule")))
         );
     }
@@ -357,7 +377,10 @@ mod tests {
         assert_eq!(NONE.extension_value(), None);
         assert_eq!(kind_type("", "v1", "Pod"), Some("io.k8s.api.core.v1.Pod"));
         let gvk = crate::registry::GroupVersionKind { group: "apps", version: "v1", kind: "DaemonSet" };
-        assert_eq!(strategy_for_gvk(&gvk, &["spec", "template", "spec", "initContainers"]).map(|f| f.merge_key), Some(Some("name")));
+        assert_eq!(
+            strategy_for_gvk(&gvk, &["spec", "template", "spec", "initContainers"]).map(|f| f.merge_key),
+            Some(Some("name"))
+        );
         assert_eq!(strategy_for("apps", "v1", "Deployment", &[]), None);
         assert_eq!(strategy_for("apps", "v1", "Nope", &["spec"]), None);
         assert!(is_builtin_kind("apps", "v1", "Deployment"));

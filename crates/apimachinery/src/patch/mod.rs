@@ -9,7 +9,7 @@
 //!   strategic merge patch on custom resources).
 //! - [`apply_patch`] / [`apply_patch_detailed`]: apply a JSON, merge or
 //!   strategic merge patch to the current object. Server-side apply
-//!   (`application/apply-patch+yaml`) is not handled here.
+//!   (`application/apply-patch+yaml`) is handled by [`crate::apply`].
 //! - [`metadata`]: the patch strategies and merge keys of the built-in types
 //!   (also what OpenAPI publishes as `x-kubernetes-patch-strategy` /
 //!   `x-kubernetes-patch-merge-key`).
@@ -54,7 +54,7 @@ pub enum PatchType {
     Merge,
     /// `application/strategic-merge-patch+json` (built-in kinds only).
     StrategicMerge,
-    /// `application/apply-patch+yaml` (server-side apply; applied elsewhere).
+    /// `application/apply-patch+yaml` (server-side apply, see [`crate::apply`]).
     Apply,
 }
 
@@ -190,12 +190,14 @@ pub fn apply_patch_detailed(
         }
         PatchType::Apply => {
             return Err(ApiError::Internal(
-                "apply patches (application/apply-patch+yaml) are handled by server-side apply, not by apply_patch".into(),
+                "apply patches (application/apply-patch+yaml) are handled by server-side apply, not by apply_patch"
+                    .into(),
             ))
         }
     };
     if !object.is_object() {
-        let detail = format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_kind(&object));
+        let detail =
+            format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_kind(&object));
         return Err(ApiError::Invalid {
             group: String::new(),
             kind: String::new(),
@@ -347,7 +349,13 @@ fn go_float(f: f64) -> String {
         return if f.is_sign_negative() { "-0".into() } else { "0".into() };
     }
     if !f.is_finite() {
-        return if f.is_nan() { "NaN".into() } else if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if f.is_nan() {
+            "NaN".into()
+        } else if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     // Shortest round-trip digits and decimal exponent.
     let e = format!("{:e}", f);

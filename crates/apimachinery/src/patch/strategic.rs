@@ -177,7 +177,13 @@ pub fn apply(original: &Value, patch: Map<String, Value>, root: Option<&'static 
 /// Applies a strategic merge patch given as JSON to `original` for the
 /// built-in kind `(group, version, kind)`, like upstream's
 /// `StrategicMergePatch`. Directive keys left in the result are removed.
-pub fn strategic_merge_patch(original: &Value, patch: &Value, group: &str, version: &str, kind: &str) -> Result<Value, SmpError> {
+pub fn strategic_merge_patch(
+    original: &Value,
+    patch: &Value,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<Value, SmpError> {
     let p = match patch {
         Value::Object(m) => m.clone(),
         Value::Null => return Ok(original.clone()),
@@ -284,7 +290,11 @@ fn extract_key<'a>(s: &'a str, prefix: &str, err: &'static str) -> Res<&'a str> 
 // ---------------------------------------------------------------------------
 // maps
 
-fn merge_map(mut original: Map<String, Value>, mut patch: Map<String, Value>, schema: Schema) -> Res<Map<String, Value>> {
+fn merge_map(
+    mut original: Map<String, Value>,
+    mut patch: Map<String, Value>,
+    schema: Schema,
+) -> Res<Map<String, Value>> {
     if let Some(d) = patch.get(DIRECTIVE_MARKER) {
         if is_string(d, REPLACE_DIRECTIVE) {
             patch.remove(DIRECTIVE_MARKER);
@@ -304,7 +314,11 @@ fn merge_map(mut original: Map<String, Value>, mut patch: Map<String, Value>, sc
     for k in keys {
         let patch_v = patch.remove(&k).unwrap_or(Value::Null);
         let (key, is_delete_list) = if k.starts_with(DELETE_FROM_PRIMITIVE_LIST_PREFIX) {
-            (extract_key(&k, DELETE_FROM_PRIMITIVE_LIST_PREFIX, ERR_BAD_PATCH_FORMAT_FOR_PRIMITIVE_LIST)?.to_string(), true)
+            (
+                extract_key(&k, DELETE_FROM_PRIMITIVE_LIST_PREFIX, ERR_BAD_PATCH_FORMAT_FOR_PRIMITIVE_LIST)?
+                    .to_string(),
+                true,
+            )
         } else {
             (k.clone(), false)
         };
@@ -420,7 +434,11 @@ fn apply_retain_keys_directive(original: &mut Map<String, Value>, patch: &mut Ma
 
 /// Handles every `$setElementOrder/<list>` in `patch` together with the
 /// list it orders (upstream's `mergePatchIntoOriginal`).
-fn merge_patch_into_original(original: &mut Map<String, Value>, patch: &mut Map<String, Value>, schema: Schema) -> Res<()> {
+fn merge_patch_into_original(
+    original: &mut Map<String, Value>,
+    patch: &mut Map<String, Value>,
+    schema: Schema,
+) -> Res<()> {
     let mut keys: Vec<String> = patch.keys().filter(|k| k.starts_with(SET_ELEMENT_ORDER_PREFIX)).cloned().collect();
     keys.sort();
     for key in keys {
@@ -428,7 +446,8 @@ fn merge_patch_into_original(original: &mut Map<String, Value>, patch: &mut Map<
         let Value::Array(set_order) = set_order_v else {
             return Err(err_bad_arg_type_slice(&set_order_v));
         };
-        let original_key = extract_key(&key, SET_ELEMENT_ORDER_PREFIX, ERR_BAD_PATCH_FORMAT_FOR_SET_ELEMENT_ORDER_LIST)?.to_string();
+        let original_key =
+            extract_key(&key, SET_ELEMENT_ORDER_PREFIX, ERR_BAD_PATCH_FORMAT_FOR_SET_ELEMENT_ORDER_LIST)?.to_string();
 
         let original_list = match original.get(&original_key) {
             None => None,
@@ -655,7 +674,12 @@ fn merge_slice_with_special_elements(original: Vec<Value>, patch: Vec<Value>, me
     Ok(Special { original, patch: without, backing, live, replaced })
 }
 
-fn merge_slice_without_special_elements(mut original: Vec<Value>, patch: &[Value], merge_key: &str, items: Schema) -> Res<Vec<Value>> {
+fn merge_slice_without_special_elements(
+    mut original: Vec<Value>,
+    patch: &[Value],
+    merge_key: &str,
+    items: Schema,
+) -> Res<Vec<Value>> {
     for v in patch {
         let Value::Object(m) = v else {
             return Err(err_bad_arg_type_map(v));
@@ -948,7 +972,13 @@ fn normalize_element_order(
     Ok(merge_sorted_slice(server_only, patch, server_order, merge_key, kind))
 }
 
-fn merge_sorted_slice(left: Vec<Value>, right: Vec<Value>, server_order: &[Value], merge_key: &str, kind: GoType) -> Vec<Value> {
+fn merge_sorted_slice(
+    left: Vec<Value>,
+    right: Vec<Value>,
+    server_order: &[Value],
+    merge_key: &str,
+    kind: GoType,
+) -> Vec<Value> {
     let li: Vec<Option<usize>> = left.iter().map(|v| index_of(server_order, v, merge_key, kind)).collect();
     let ri: Vec<Option<usize>> = right.iter().map(|v| index_of(server_order, v, merge_key, kind)).collect();
     let mut out = Vec::with_capacity(left.len() + right.len());
@@ -1007,7 +1037,10 @@ mod tests {
     fn strip_directives_reports_paths() {
         let mut v = serde_json::json!({"$patch":"x","a":{"$retainKeys":["b"],"l":[{"$setElementOrder/env":[]},{"$deleteFromPrimitiveList/f":[]}]},"$ref":"kept"});
         let paths = strip_directives(&mut v);
-        assert_eq!(paths, vec!["$patch", "a.$retainKeys", "a.l[0].$setElementOrder/env", "a.l[1].$deleteFromPrimitiveList/f"]);
+        assert_eq!(
+            paths,
+            vec!["$patch", "a.$retainKeys", "a.l[0].$setElementOrder/env", "a.l[1].$deleteFromPrimitiveList/f"]
+        );
         assert_eq!(v, serde_json::json!({"a":{"l":[{},{}]},"$ref":"kept"}));
     }
 }

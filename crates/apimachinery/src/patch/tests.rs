@@ -47,7 +47,10 @@ mod content_type {
     fn parses_the_four_patch_media_types() {
         assert_eq!(PatchType::from_content_type("application/json-patch+json"), Some(PatchType::Json));
         assert_eq!(PatchType::from_content_type("application/merge-patch+json"), Some(PatchType::Merge));
-        assert_eq!(PatchType::from_content_type("application/strategic-merge-patch+json"), Some(PatchType::StrategicMerge));
+        assert_eq!(
+            PatchType::from_content_type("application/strategic-merge-patch+json"),
+            Some(PatchType::StrategicMerge)
+        );
         assert_eq!(PatchType::from_content_type("application/apply-patch+yaml"), Some(PatchType::Apply));
         assert_eq!(PatchType::from_content_type("application/merge-patch+json; charset=utf-8"), Some(PatchType::Merge));
         assert_eq!(PatchType::from_content_type("application/json"), None);
@@ -81,7 +84,10 @@ mod content_type {
             e.to_string(),
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
         );
-        assert_eq!(patch_type_for_request("application/strategic-merge-patch+json", true).unwrap(), PatchType::StrategicMerge);
+        assert_eq!(
+            patch_type_for_request("application/strategic-merge-patch+json", true).unwrap(),
+            PatchType::StrategicMerge
+        );
     }
 
     #[test]
@@ -111,13 +117,19 @@ mod json_patch_tests {
     // RFC 6902 appendix A (object documents).
     #[test]
     fn rfc6902_examples() {
-        assert_eq!(ok(json!({"foo":"bar"}), json!([{"op":"add","path":"/baz","value":"qux"}])), json!({"baz":"qux","foo":"bar"}));
+        assert_eq!(
+            ok(json!({"foo":"bar"}), json!([{"op":"add","path":"/baz","value":"qux"}])),
+            json!({"baz":"qux","foo":"bar"})
+        );
         assert_eq!(
             ok(json!({"foo":["bar","baz"]}), json!([{"op":"add","path":"/foo/1","value":"qux"}])),
             json!({"foo":["bar","qux","baz"]})
         );
         assert_eq!(ok(json!({"baz":"qux","foo":"bar"}), json!([{"op":"remove","path":"/baz"}])), json!({"foo":"bar"}));
-        assert_eq!(ok(json!({"foo":["bar","qux","baz"]}), json!([{"op":"remove","path":"/foo/1"}])), json!({"foo":["bar","baz"]}));
+        assert_eq!(
+            ok(json!({"foo":["bar","qux","baz"]}), json!([{"op":"remove","path":"/foo/1"}])),
+            json!({"foo":["bar","baz"]})
+        );
         assert_eq!(
             ok(json!({"baz":"qux","foo":"bar"}), json!([{"op":"replace","path":"/baz","value":"boo"}])),
             json!({"baz":"boo","foo":"bar"})
@@ -153,10 +165,7 @@ mod json_patch_tests {
         // A.12: adding to a nonexistent target.
         fails(json!({"foo":"bar"}), json!([{"op":"add","path":"/baz/bat","value":"qux"}]));
         // A.14: ~ escapes.
-        assert_eq!(
-            ok(json!({"/":9,"~1":10}), json!([{"op":"test","path":"/~01","value":10}])),
-            json!({"/":9,"~1":10})
-        );
+        assert_eq!(ok(json!({"/":9,"~1":10}), json!([{"op":"test","path":"/~01","value":10}])), json!({"/":9,"~1":10}));
         assert_eq!(ok(json!({"a/b":1}), json!([{"op":"remove","path":"/a~1b"}])), json!({}));
         // A.15: a string is not a number.
         fails(json!({"/":9,"~1":10}), json!([{"op":"test","path":"/~01","value":"10"}]));
@@ -186,7 +195,10 @@ mod json_patch_tests {
         assert_eq!(ok(json!({"a":[1,2,3]}), json!([{"op":"remove","path":"/a/-1"}])), json!({"a":[1,2]}));
         assert_eq!(ok(json!({"a":[1,2,3]}), json!([{"op":"replace","path":"/a/-3","value":0}])), json!({"a":[0,2,3]}));
         // add at -1 appends (the index is taken against the grown array).
-        assert_eq!(ok(json!({"foo":["bar","baz"]}), json!([{"op":"add","path":"/foo/-1","value":"qux"}])), json!({"foo":["bar","baz","qux"]}));
+        assert_eq!(
+            ok(json!({"foo":["bar","baz"]}), json!([{"op":"add","path":"/foo/-1","value":"qux"}])),
+            json!({"foo":["bar","baz","qux"]})
+        );
         fails(json!({"foo":["bar","baz"]}), json!([{"op":"add","path":"/foo/-4","value":"bum"}]));
         fails(json!({"foo":["bar"]}), json!([{"op":"remove","path":"/foo/-2"}]));
         fails(json!({"foo":[]}), json!([{"op":"remove","path":"/foo/-"}]));
@@ -224,9 +236,15 @@ mod json_patch_tests {
     fn operations_apply_in_order_and_atomically() {
         let doc = json!({"spec":{"replicas":1}});
         // The second op fails: nothing of the first is kept (the caller gets an error).
-        fails(doc.clone(), json!([{"op":"replace","path":"/spec/replicas","value":3},{"op":"test","path":"/spec/replicas","value":1}]));
+        fails(
+            doc.clone(),
+            json!([{"op":"replace","path":"/spec/replicas","value":3},{"op":"test","path":"/spec/replicas","value":1}]),
+        );
         assert_eq!(
-            ok(doc, json!([{"op":"replace","path":"/spec/replicas","value":3},{"op":"test","path":"/spec/replicas","value":3}])),
+            ok(
+                doc,
+                json!([{"op":"replace","path":"/spec/replicas","value":3},{"op":"test","path":"/spec/replicas","value":3}])
+            ),
             json!({"spec":{"replicas":3}})
         );
     }
@@ -248,8 +266,11 @@ mod json_patch_tests {
 
     #[test]
     fn failed_test_op_is_upstreams_generic_422() {
-        let e = jsonp(json!({"metadata":{"resourceVersion":"5"}}), json!([{"op":"test","path":"/metadata/resourceVersion","value":"4"}]))
-            .unwrap_err();
+        let e = jsonp(
+            json!({"metadata":{"resourceVersion":"5"}}),
+            json!([{"op":"test","path":"/metadata/resourceVersion","value":"4"}]),
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_status(),
             json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
@@ -265,9 +286,15 @@ mod json_patch_tests {
         assert_eq!(e.to_string(), "testing value /baz failed: test failed");
         let ops = json_patch::decode(br#"[{"op":"remove","path":"/nope"}]"#).unwrap();
         let e = json_patch::apply(&json!({}), &ops).unwrap_err();
-        assert_eq!(e.to_string(), "error in remove for path: '/nope': Unable to remove nonexistent key: nope: missing value");
+        assert_eq!(
+            e.to_string(),
+            "error in remove for path: '/nope': Unable to remove nonexistent key: nope: missing value"
+        );
         let e = json_patch::apply_value(&json!({"a":[1]}), &json!([{"op":"add","path":"/a/5","value":1}])).unwrap_err();
-        assert_eq!(e.to_string(), "error in add for path: '/a/5': Unable to access invalid index: 5: invalid index referenced");
+        assert_eq!(
+            e.to_string(),
+            "error in add for path: '/a/5': Unable to access invalid index: 5: invalid index referenced"
+        );
     }
 
     #[test]
@@ -275,17 +302,29 @@ mod json_patch_tests {
         let bad = |body: &str| apply_patch(PatchType::Json, &json!({}), body.as_bytes(), None).unwrap_err();
         let e = bad(r#"{"op":"add"}"#);
         assert_eq!(e.code(), 400);
-        assert_eq!(e.to_string(), "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp");
-        assert_eq!(bad(r#"["x"]"#).to_string(), "error decoding patch: json: cannot unmarshal string into Go value of type handlers.jsonPatchOp");
+        assert_eq!(
+            e.to_string(),
+            "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"
+        );
+        assert_eq!(
+            bad(r#"["x"]"#).to_string(),
+            "error decoding patch: json: cannot unmarshal string into Go value of type handlers.jsonPatchOp"
+        );
         assert_eq!(
             bad(r#"[{"op":"add","path":1}]"#).to_string(),
             "error decoding patch: json: cannot unmarshal number into Go struct field jsonPatchOp.path of type string"
         );
         assert_eq!(bad("[").to_string(), "error decoding patch: unexpected end of JSON input");
-        assert_eq!(bad("[x]").to_string(), "error decoding patch: invalid character 'x' looking for beginning of value");
+        assert_eq!(
+            bad("[x]").to_string(),
+            "error decoding patch: invalid character 'x' looking for beginning of value"
+        );
         assert_eq!(bad("[]x").to_string(), "error decoding patch: invalid character 'x' after top-level value");
         assert_eq!(bad("[1 2]").to_string(), "error decoding patch: invalid character '2' after array element");
-        assert_eq!(bad("[{1:2}]").to_string(), "error decoding patch: invalid character '1' looking for beginning of object key string");
+        assert_eq!(
+            bad("[{1:2}]").to_string(),
+            "error decoding patch: invalid character '1' looking for beginning of object key string"
+        );
         assert_eq!(bad("").code(), 400);
         // null is an empty patch.
         assert_eq!(apply_patch(PatchType::Json, &json!({"a":1}), b"null", None).unwrap(), json!({"a":1}));
@@ -296,7 +335,10 @@ mod json_patch_tests {
         let ops: Vec<Value> = (0..10_001).map(|_| json!({"op":"test","path":"/a","value":1})).collect();
         let e = jsonp(json!({"a":1}), Value::Array(ops)).unwrap_err();
         assert_eq!(e.code(), 413);
-        assert_eq!(e.to_string(), "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001");
+        assert_eq!(
+            e.to_string(),
+            "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+        );
         let ops: Vec<Value> = (0..10_000).map(|_| json!({"op":"test","path":"/a","value":1})).collect();
         assert!(jsonp(json!({"a":1}), Value::Array(ops)).is_ok());
     }
@@ -304,12 +346,18 @@ mod json_patch_tests {
     #[test]
     fn copies_are_capped_in_total_size() {
         let big = "A".repeat(49);
-        let ops = json_patch::decode(br#"[{"op":"copy","path":"/foo/-","from":"/foo/1"},{"op":"copy","path":"/foo/-","from":"/foo/1"}]"#).unwrap();
+        let ops = json_patch::decode(
+            br#"[{"op":"copy","path":"/foo/-","from":"/foo/1"},{"op":"copy","path":"/foo/-","from":"/foo/1"}]"#,
+        )
+        .unwrap();
         let doc = json!({"foo":["A", big]});
         // Each copy adds 51 bytes (quotes included): two exceed a 100-byte limit.
         assert!(json_patch::apply_with_copy_limit(&doc, &ops[..1], Some(100)).is_ok());
         let e = json_patch::apply_with_copy_limit(&doc, &ops, Some(100)).unwrap_err();
-        assert_eq!(e.to_string(), "Unable to complete the copy, the accumulated size increase of copy is 102, exceeding the limit 100");
+        assert_eq!(
+            e.to_string(),
+            "Unable to complete the copy, the accumulated size increase of copy is 102, exceeding the limit 100"
+        );
         assert_eq!(json_patch::ACCUMULATED_COPY_SIZE_LIMIT, 3 * 1024 * 1024);
     }
 
@@ -349,9 +397,9 @@ mod merge_patch_tests {
             assert_eq!(merge(target.clone(), patch.clone()), want, "{} + {}", target, patch);
         }
         // Non-object targets and patches (the generic function).
-        assert_eq!(merge_patch::merge_patch(&json!(["a","b"]), &json!(["c","d"])), json!(["c","d"]));
+        assert_eq!(merge_patch::merge_patch(&json!(["a", "b"]), &json!(["c", "d"])), json!(["c", "d"]));
         assert_eq!(merge_patch::merge_patch(&json!({"a":"b"}), &json!(["c"])), json!(["c"]));
-        assert_eq!(merge_patch::merge_patch(&json!([1,2]), &json!({"a":"b","c":null})), json!({"a":"b"}));
+        assert_eq!(merge_patch::merge_patch(&json!([1, 2]), &json!({"a":"b","c":null})), json!({"a":"b"}));
     }
 
     #[test]
@@ -401,8 +449,14 @@ mod merge_patch_tests {
         let bad = |body: &str| apply_patch(PatchType::Merge, &json!({}), body.as_bytes(), None).unwrap_err();
         assert_eq!(bad("null").to_string(), "Invalid JSON Patch");
         assert_eq!(bad("null").code(), 400);
-        assert_eq!(bad("[1]").to_string(), "error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}");
-        assert_eq!(bad("\"bar\"").to_string(), "error decoding patch: json: cannot unmarshal string into Go value of type map[string]interface {}");
+        assert_eq!(
+            bad("[1]").to_string(),
+            "error decoding patch: json: cannot unmarshal array into Go value of type map[string]interface {}"
+        );
+        assert_eq!(
+            bad("\"bar\"").to_string(),
+            "error decoding patch: json: cannot unmarshal string into Go value of type map[string]interface {}"
+        );
         assert_eq!(bad("{").to_string(), "error decoding patch: unexpected end of JSON input");
     }
 }
@@ -456,7 +510,10 @@ mod smp_docs {
             patch_demo_deployment(),
             json!({"spec":{"template":{"spec":{"tolerations":[{"effect":"NoSchedule","key":"disktype","value":"ssd"}]}}}}),
         );
-        assert_eq!(out["spec"]["template"]["spec"]["tolerations"], json!([{"effect":"NoSchedule","key":"disktype","value":"ssd"}]));
+        assert_eq!(
+            out["spec"]["template"]["spec"]["tolerations"],
+            json!([{"effect":"NoSchedule","key":"disktype","value":"ssd"}])
+        );
         assert_eq!(out["spec"]["template"]["spec"]["containers"].as_array().unwrap().len(), 1);
     }
 
@@ -470,7 +527,10 @@ mod smp_docs {
         });
         // Without $retainKeys the old rollingUpdate stays (and validation then refuses it).
         let out = smp(&DEPLOYMENT, live.clone(), json!({"spec":{"strategy":{"type":"Recreate"}}}));
-        assert_eq!(out["spec"]["strategy"], json!({"type":"Recreate","rollingUpdate":{"maxSurge":"30%","maxUnavailable":"25%"}}));
+        assert_eq!(
+            out["spec"]["strategy"],
+            json!({"type":"Recreate","rollingUpdate":{"maxSurge":"30%","maxUnavailable":"25%"}})
+        );
         let out = smp(&DEPLOYMENT, live, json!({"spec":{"strategy":{"$retainKeys":["type"],"type":"Recreate"}}}));
         assert_eq!(out["spec"]["strategy"], json!({"type":"Recreate"}));
     }
@@ -509,7 +569,13 @@ mod smp_kubectl {
     #[test]
     fn client_side_apply_removal_patch_from_the_wire() {
         let patch: Value = serde_json::from_str(r#"{"metadata":{"labels":{"tier":null}},"spec":{"strategy":{"$retainKeys":["type"],"rollingUpdate":null,"type":"Recreate"},"template":{"spec":{"$setElementOrder/containers":[{"name":"a"}],"$setElementOrder/volumes":[{"name":"v1"}],"containers":[{"$setElementOrder/env":[{"name":"E2"}],"args":["x"],"env":[{"$patch":"delete","name":"E1"}],"image":"a:2","name":"a","volumeMounts":null},{"$patch":"delete","name":"b"}],"volumes":[{"$retainKeys":["configMap","name"],"configMap":{"name":"cm"},"emptyDir":null,"name":"v1"}]}}}}"#).unwrap();
-        let out = apply_patch_detailed(PatchType::StrategicMerge, &live_web(), patch.to_string().as_bytes(), Some(&DEPLOYMENT)).unwrap();
+        let out = apply_patch_detailed(
+            PatchType::StrategicMerge,
+            &live_web(),
+            patch.to_string().as_bytes(),
+            Some(&DEPLOYMENT),
+        )
+        .unwrap();
         assert!(out.unknown_fields.is_empty(), "{:?}", out.unknown_fields);
         let out = out.object;
         assert_eq!(out["metadata"]["labels"], json!({"app":"web"}));
@@ -551,7 +617,8 @@ mod smp_kubectl {
     fn client_side_apply_removes_fields_dropped_from_the_manifest() {
         let mut live = live_web();
         live["metadata"]["annotations"] = json!({"kubectl.kubernetes.io/last-applied-configuration":"old","keep":"me"});
-        live["spec"]["template"]["spec"]["containers"][0]["ports"] = json!([{"containerPort":80,"protocol":"TCP"},{"containerPort":443,"protocol":"TCP"}]);
+        live["spec"]["template"]["spec"]["containers"][0]["ports"] =
+            json!([{"containerPort":80,"protocol":"TCP"},{"containerPort":443,"protocol":"TCP"}]);
         let patch = json!({
             "metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"new"}},
             "spec":{
@@ -564,8 +631,14 @@ mod smp_kubectl {
         });
         let out = smp(&DEPLOYMENT, live, patch);
         assert!(out["spec"].get("replicas").is_none());
-        assert_eq!(out["spec"]["template"]["spec"]["containers"][0]["ports"], json!([{"containerPort":80,"protocol":"TCP"}]));
-        assert_eq!(out["metadata"]["annotations"], json!({"kubectl.kubernetes.io/last-applied-configuration":"new","keep":"me"}));
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"][0]["ports"],
+            json!([{"containerPort":80,"protocol":"TCP"}])
+        );
+        assert_eq!(
+            out["metadata"]["annotations"],
+            json!({"kubectl.kubernetes.io/last-applied-configuration":"new","keep":"me"})
+        );
         assert_eq!(out["spec"]["template"]["spec"]["containers"][1], json!({"name":"b","image":"b:1"}));
     }
 
@@ -586,7 +659,10 @@ mod smp_kubectl {
             live_web(),
             json!({"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2025-01-01T00:00:00Z"}}}}}),
         );
-        assert_eq!(out["spec"]["template"]["metadata"], json!({"labels":{"app":"web"},"annotations":{"kubectl.kubernetes.io/restartedAt":"2025-01-01T00:00:00Z"}}));
+        assert_eq!(
+            out["spec"]["template"]["metadata"],
+            json!({"labels":{"app":"web"},"annotations":{"kubectl.kubernetes.io/restartedAt":"2025-01-01T00:00:00Z"}})
+        );
 
         let paused = smp(&DEPLOYMENT, live_web(), json!({"spec":{"paused":true}}));
         assert_eq!(paused["spec"]["paused"], true);
@@ -604,8 +680,17 @@ mod smp_kubectl {
     fn kubectl_debug_adds_an_ephemeral_container() {
         let pod = json!({"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}],
                          "ephemeralContainers":[{"name":"debugger-1","image":"busybox"}]}});
-        let out = smp(&POD, pod, json!({"spec":{"ephemeralContainers":[{"name":"debugger-2","image":"busybox","stdin":true,"tty":true}]}}));
-        let names: Vec<&str> = out["spec"]["ephemeralContainers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        let out = smp(
+            &POD,
+            pod,
+            json!({"spec":{"ephemeralContainers":[{"name":"debugger-2","image":"busybox","stdin":true,"tty":true}]}}),
+        );
+        let names: Vec<&str> = out["spec"]["ephemeralContainers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["debugger-2", "debugger-1"]);
     }
 }
@@ -634,7 +719,11 @@ mod smp_merge_keys {
 
     #[test]
     fn container_ports_merge_by_container_port() {
-        let out = smp(&POD, pod(), json!({"spec":{"containers":[{"name":"c","ports":[{"containerPort":53,"protocol":"TCP"},{"containerPort":8080}]}]}}));
+        let out = smp(
+            &POD,
+            pod(),
+            json!({"spec":{"containers":[{"name":"c","ports":[{"containerPort":53,"protocol":"TCP"},{"containerPort":8080}]}]}}),
+        );
         assert_eq!(
             out["spec"]["containers"][0]["ports"],
             // 80 precedes 53 on the server, so it stays ahead of the patch items.
@@ -644,10 +733,14 @@ mod smp_merge_keys {
 
     #[test]
     fn env_volume_mounts_and_args() {
-        let out = smp(&POD, pod(), json!({"spec":{"containers":[{"name":"c",
+        let out = smp(
+            &POD,
+            pod(),
+            json!({"spec":{"containers":[{"name":"c",
             "env":[{"name":"A","value":"2"},{"name":"B","value":"3"}],
             "volumeMounts":[{"mountPath":"/b","name":"w"}],
-            "args":["three"]}]}}));
+            "args":["three"]}]}}),
+        );
         let c = &out["spec"]["containers"][0];
         assert_eq!(c["env"], json!([{"name":"A","value":"2"},{"name":"B","value":"3"}]));
         assert_eq!(c["volumeMounts"], json!([{"mountPath":"/b","name":"w"},{"name":"v","mountPath":"/a"}]));
@@ -656,7 +749,11 @@ mod smp_merge_keys {
 
     #[test]
     fn status_conditions_merge_by_type() {
-        let out = smp(&POD, pod(), json!({"status":{"conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2025-01-01T00:00:00Z"}]}}));
+        let out = smp(
+            &POD,
+            pod(),
+            json!({"status":{"conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2025-01-01T00:00:00Z"}]}}),
+        );
         assert_eq!(
             out["status"]["conditions"],
             json!([{"type":"Ready","status":"True","lastTransitionTime":"2025-01-01T00:00:00Z"},{"type":"PodScheduled","status":"True"}])
@@ -668,20 +765,32 @@ mod smp_merge_keys {
     #[test]
     fn finalizers_are_a_set_and_delete_from_primitive_list() {
         let out = smp(&POD, pod(), json!({"metadata":{"finalizers":["c/z","a/x"]}}));
-        assert_eq!(out["metadata"]["finalizers"], json!(["c/z","a/x","b/y"]));
+        assert_eq!(out["metadata"]["finalizers"], json!(["c/z", "a/x", "b/y"]));
         let out = smp(&POD, pod(), json!({"metadata":{"$deleteFromPrimitiveList/finalizers":["a/x"]}}));
         assert_eq!(out["metadata"]["finalizers"], json!(["b/y"]));
         // With an order: kubectl apply's form.
-        let out = smp(&POD, pod(), json!({"metadata":{"$setElementOrder/finalizers":["b/y","c/z"],"$deleteFromPrimitiveList/finalizers":["a/x"],"finalizers":["c/z"]}}));
-        assert_eq!(out["metadata"]["finalizers"], json!(["b/y","c/z"]));
+        let out = smp(
+            &POD,
+            pod(),
+            json!({"metadata":{"$setElementOrder/finalizers":["b/y","c/z"],"$deleteFromPrimitiveList/finalizers":["a/x"],"finalizers":["c/z"]}}),
+        );
+        assert_eq!(out["metadata"]["finalizers"], json!(["b/y", "c/z"]));
         // A delete list for a list the object lacks adds nothing.
-        let out = smp(&CONFIGMAP, json!({"metadata":{"name":"c"}}), json!({"metadata":{"$deleteFromPrimitiveList/finalizers":["a/x"]}}));
+        let out = smp(
+            &CONFIGMAP,
+            json!({"metadata":{"name":"c"}}),
+            json!({"metadata":{"$deleteFromPrimitiveList/finalizers":["a/x"]}}),
+        );
         assert_eq!(out, json!({"metadata":{"name":"c"}}));
     }
 
     #[test]
     fn owner_references_merge_by_uid() {
-        let out = smp(&POD, pod(), json!({"metadata":{"ownerReferences":[{"uid":"u2","name":"rs2","kind":"ReplicaSet","apiVersion":"apps/v1"},{"uid":"u1","controller":true}]}}));
+        let out = smp(
+            &POD,
+            pod(),
+            json!({"metadata":{"ownerReferences":[{"uid":"u2","name":"rs2","kind":"ReplicaSet","apiVersion":"apps/v1"},{"uid":"u1","controller":true}]}}),
+        );
         assert_eq!(
             out["metadata"]["ownerReferences"],
             json!([{"uid":"u2","name":"rs2","kind":"ReplicaSet","apiVersion":"apps/v1"},{"uid":"u1","name":"rs1","kind":"ReplicaSet","apiVersion":"apps/v1","controller":true}])
@@ -690,12 +799,16 @@ mod smp_merge_keys {
 
     #[test]
     fn pod_spec_lists_and_maps() {
-        let out = smp(&POD, pod(), json!({"spec":{
-            "imagePullSecrets":[{"name":"s2"}],
-            "hostAliases":[{"ip":"10.0.0.1","hostnames":["b"]}],
-            "tolerations":[{"key":"k2","operator":"Exists"}],
-            "nodeSelector":{"zone":"b","disk":null}
-        }}));
+        let out = smp(
+            &POD,
+            pod(),
+            json!({"spec":{
+                "imagePullSecrets":[{"name":"s2"}],
+                "hostAliases":[{"ip":"10.0.0.1","hostnames":["b"]}],
+                "tolerations":[{"key":"k2","operator":"Exists"}],
+                "nodeSelector":{"zone":"b","disk":null}
+            }}),
+        );
         assert_eq!(out["spec"]["imagePullSecrets"], json!([{"name":"s2"},{"name":"s1"}]));
         // hostnames has no strategy: replaced inside the merged alias.
         assert_eq!(out["spec"]["hostAliases"], json!([{"ip":"10.0.0.1","hostnames":["b"]}]));
@@ -706,7 +819,11 @@ mod smp_merge_keys {
     #[test]
     fn service_ports_merge_by_port() {
         let svc = json!({"spec":{"ports":[{"name":"http","port":80,"targetPort":8080,"protocol":"TCP"}],"selector":{"app":"web"}}});
-        let out = smp(&SERVICE, svc.clone(), json!({"spec":{"ports":[{"port":80,"targetPort":9090},{"port":443,"name":"https"}]}}));
+        let out = smp(
+            &SERVICE,
+            svc.clone(),
+            json!({"spec":{"ports":[{"port":80,"targetPort":9090},{"port":443,"name":"https"}]}}),
+        );
         assert_eq!(
             out["spec"]["ports"],
             json!([{"name":"http","port":80,"targetPort":9090,"protocol":"TCP"},{"port":443,"name":"https"}])
@@ -718,9 +835,16 @@ mod smp_merge_keys {
     #[test]
     fn node_addresses_merge_by_type_and_pod_cidrs_union() {
         let node = json!({"spec":{"podCIDRs":["10.0.0.0/24"]},"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.5"},{"type":"Hostname","address":"n1"}]}});
-        let out = smp(&NODE, node, json!({"spec":{"podCIDRs":["fd00::/64"]},"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.6"}]}}));
-        assert_eq!(out["spec"]["podCIDRs"], json!(["fd00::/64","10.0.0.0/24"]));
-        assert_eq!(out["status"]["addresses"], json!([{"type":"InternalIP","address":"10.0.0.6"},{"type":"Hostname","address":"n1"}]));
+        let out = smp(
+            &NODE,
+            node,
+            json!({"spec":{"podCIDRs":["fd00::/64"]},"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.6"}]}}),
+        );
+        assert_eq!(out["spec"]["podCIDRs"], json!(["fd00::/64", "10.0.0.0/24"]));
+        assert_eq!(
+            out["status"]["addresses"],
+            json!([{"type":"InternalIP","address":"10.0.0.6"},{"type":"Hostname","address":"n1"}])
+        );
     }
 
     #[test]
@@ -733,7 +857,11 @@ mod smp_merge_keys {
     #[test]
     fn a_kind_without_metadata_uses_default_rules() {
         let lease = GroupVersionKind { group: "coordination.k8s.io", version: "v1", kind: "Lease" };
-        let out = smp(&lease, json!({"spec":{"holderIdentity":"a","leaseDurationSeconds":15}}), json!({"spec":{"holderIdentity":"b"}}));
+        let out = smp(
+            &lease,
+            json!({"spec":{"holderIdentity":"a","leaseDurationSeconds":15}}),
+            json!({"spec":{"holderIdentity":"b"}}),
+        );
         assert_eq!(out["spec"], json!({"holderIdentity":"b","leaseDurationSeconds":15}));
         let unknown = GroupVersionKind { group: "example.com", version: "v1", kind: "Unlisted" };
         let out = smp(&unknown, json!({"spec":{"l":[1,2],"m":{"a":1}}}), json!({"spec":{"l":[3],"m":{"b":2}}}));
@@ -759,7 +887,8 @@ mod smp_directives {
     #[test]
     fn patch_replace_and_delete_in_lists() {
         let pod = json!({"spec":{"containers":[{"name":"a","image":"1"},{"name":"b","image":"2"}]}});
-        let out = smp(&POD, pod.clone(), json!({"spec":{"containers":[{"name":"x","image":"9"},{"$patch":"replace"}]}}));
+        let out =
+            smp(&POD, pod.clone(), json!({"spec":{"containers":[{"name":"x","image":"9"},{"$patch":"replace"}]}}));
         assert_eq!(out["spec"]["containers"], json!([{"name":"x","image":"9"}]));
         let out = smp(&POD, pod.clone(), json!({"spec":{"containers":[{"$patch":"delete","name":"a"}]}}));
         assert_eq!(out["spec"]["containers"], json!([{"name":"b","image":"2"}]));
@@ -771,20 +900,33 @@ mod smp_directives {
     #[test]
     fn set_element_order_interleaves_server_only_items() {
         let pod = json!({"spec":{"containers":[{"name":"a"},{"name":"b"},{"name":"c"}]}});
-        let out = smp(&POD, pod.clone(), json!({"spec":{"$setElementOrder/containers":[{"name":"c"},{"name":"a"}],"containers":[{"name":"c","image":"x"}]}}));
+        let out = smp(
+            &POD,
+            pod.clone(),
+            json!({"spec":{"$setElementOrder/containers":[{"name":"c"},{"name":"a"}],"containers":[{"name":"c","image":"x"}]}}),
+        );
         assert_eq!(out["spec"]["containers"], json!([{"name":"b"},{"name":"c","image":"x"},{"name":"a"}]));
         // Order only, no content change.
-        let out = smp(&POD, pod, json!({"spec":{"$setElementOrder/containers":[{"name":"c"},{"name":"b"},{"name":"a"}]}}));
+        let out =
+            smp(&POD, pod, json!({"spec":{"$setElementOrder/containers":[{"name":"c"},{"name":"b"},{"name":"a"}]}}));
         assert_eq!(out["spec"]["containers"], json!([{"name":"c"},{"name":"b"},{"name":"a"}]));
     }
 
     #[test]
     fn new_values_lose_nulls_and_directive_maps() {
         // Removing a label from an object with no labels adds nothing (upstream #105689, fixed in 1.24).
-        let out = smp(&CONFIGMAP, json!({"metadata":{"name":"c"}}), json!({"metadata":{"labels":{"k":null},"annotations":{"a":"1","b":null}}}));
+        let out = smp(
+            &CONFIGMAP,
+            json!({"metadata":{"name":"c"}}),
+            json!({"metadata":{"labels":{"k":null},"annotations":{"a":"1","b":null}}}),
+        );
         assert_eq!(out["metadata"], json!({"name":"c","labels":{},"annotations":{"a":"1"}}));
         // A list the object lacks is taken without its `$patch` items.
-        let out = smp(&POD, json!({"spec":{}}), json!({"spec":{"$setElementOrder/containers":[{"name":"a"}],"containers":[{"name":"a"},{"$patch":"delete","name":"b"}]}}));
+        let out = smp(
+            &POD,
+            json!({"spec":{}}),
+            json!({"spec":{"$setElementOrder/containers":[{"name":"a"}],"containers":[{"name":"a"},{"$patch":"delete","name":"b"}]}}),
+        );
         assert_eq!(out["spec"]["containers"], json!([{"name":"a"}]));
     }
 
@@ -794,9 +936,13 @@ mod smp_directives {
         // directive keys are unknown fields to upstream's typed decoding.
         let pod = json!({"spec":{"containers":[{"name":"a"}]}});
         let body = json!({"spec":{"containers":[{"name":"b","$setElementOrder/env":[{"name":"X"}],"env":[{"name":"X","value":"1"}]}]}});
-        let out = apply_patch_detailed(PatchType::StrategicMerge, &pod, body.to_string().as_bytes(), Some(&POD)).unwrap();
+        let out =
+            apply_patch_detailed(PatchType::StrategicMerge, &pod, body.to_string().as_bytes(), Some(&POD)).unwrap();
         assert_eq!(out.unknown_fields, vec!["spec.containers[0].$setElementOrder/env".to_string()]);
-        assert_eq!(out.object["spec"]["containers"], json!([{"name":"b","env":[{"name":"X","value":"1"}]},{"name":"a"}]));
+        assert_eq!(
+            out.object["spec"]["containers"],
+            json!([{"name":"b","env":[{"name":"X","value":"1"}]},{"name":"a"}])
+        );
     }
 
     #[test]
@@ -804,7 +950,11 @@ mod smp_directives {
         let pod = json!({"metadata":{"finalizers":["a"]},"spec":{"containers":[{"name":"a"}],"volumes":[{"name":"v","emptyDir":{}}]}});
         let e = smp_err(&POD, pod.clone(), r#"{"spec":{"volumes":[{"name":"v","$retainKeys":"configMap"}]}}"#);
         assert_eq!((e.code(), e.to_string()), (400, "invalid patch format of retainKeys".to_string()));
-        let e = smp_err(&POD, pod.clone(), r#"{"spec":{"volumes":[{"name":"v","$retainKeys":["name"],"configMap":{"name":"c"}}]}}"#);
+        let e = smp_err(
+            &POD,
+            pod.clone(),
+            r#"{"spec":{"volumes":[{"name":"v","$retainKeys":["name"],"configMap":{"name":"c"}}]}}"#,
+        );
         assert_eq!((e.code(), e.to_string()), (400, "invalid patch format of retainKeys".to_string()));
         let e = smp_err(&POD, pod.clone(), r#"{"metadata":{"$deleteFromPrimitiveListX/finalizers":["a"]}}"#);
         assert_eq!((e.code(), e.to_string()), (400, "invalid patch format of primitive list".to_string()));
@@ -855,10 +1005,16 @@ mod smp_directives {
     #[test]
     fn bodies_must_be_json_objects() {
         let e = smp_err(&POD, json!({}), "[1]");
-        assert_eq!((e.code(), e.to_string()), (400, "json: cannot unmarshal array into Go value of type map[string]interface {}".to_string()));
+        assert_eq!(
+            (e.code(), e.to_string()),
+            (400, "json: cannot unmarshal array into Go value of type map[string]interface {}".to_string())
+        );
         let e = smp_err(&POD, json!({}), "{\"a\":");
         assert_eq!((e.code(), e.to_string()), (400, "unexpected end of JSON input".to_string()));
-        assert_eq!(apply_patch(PatchType::StrategicMerge, &json!({"a":1}), b"null", Some(&POD)).unwrap(), json!({"a":1}));
+        assert_eq!(
+            apply_patch(PatchType::StrategicMerge, &json!({"a":1}), b"null", Some(&POD)).unwrap(),
+            json!({"a":1})
+        );
         // `$patch: replace` at the root replaces the whole object.
         assert_eq!(smp(&POD, json!({"a":1,"b":2}), json!({"$patch":"replace","c":3})), json!({"c":3}));
     }
@@ -875,7 +1031,10 @@ mod smp_directives {
         .unwrap();
         assert_eq!(out["spec"]["containers"], json!([{"name":"b"},{"name":"a"}]));
         assert_eq!(
-            strategic::strategic_merge_patch(&json!({}), &json!([1]), "", "v1", "Pod").unwrap_err().into_api_error().code(),
+            strategic::strategic_merge_patch(&json!({}), &json!([1]), "", "v1", "Pod")
+                .unwrap_err()
+                .into_api_error()
+                .code(),
             400
         );
     }
@@ -894,16 +1053,20 @@ mod smp_mechanics {
             json!({"mergingList":[{"name":"3","value":"c"},{"name":"1","value":"x"}]}),
         )
         .unwrap();
-        assert_eq!(out["mergingList"], json!([{"name":"3","value":"c"},{"name":"1","value":"x"},{"name":"2","value":"b"}]));
+        assert_eq!(
+            out["mergingList"],
+            json!([{"name":"3","value":"c"},{"name":"1","value":"x"},{"name":"2","value":"b"}])
+        );
     }
 
     #[test]
     fn primitive_merge_lists_are_deduplicated() {
         let out = smp_item(json!({"mergingIntList":[1,2]}), json!({"mergingIntList":[2,3]})).unwrap();
-        assert_eq!(out["mergingIntList"], json!([1,2,3]));
+        assert_eq!(out["mergingIntList"], json!([1, 2, 3]));
         let out = smp_item(json!({"mergingIntList":[1,2]}), json!({"mergingIntList":[3,1]})).unwrap();
-        assert_eq!(out["mergingIntList"], json!([3,1,2]));
-        let out = smp_item(json!({"mergingIntList":[1,2,3]}), json!({"$deleteFromPrimitiveList/mergingIntList":[1,3]})).unwrap();
+        assert_eq!(out["mergingIntList"], json!([3, 1, 2]));
+        let out = smp_item(json!({"mergingIntList":[1,2,3]}), json!({"$deleteFromPrimitiveList/mergingIntList":[1,3]}))
+            .unwrap();
         assert_eq!(out["mergingIntList"], json!([2]));
         let out = smp_item(json!({"nonMergingIntList":[1,2]}), json!({"nonMergingIntList":[3]})).unwrap();
         assert_eq!(out["nonMergingIntList"], json!([3]));
@@ -954,7 +1117,11 @@ mod smp_mechanics {
 
     #[test]
     fn type_changes_replace_and_scalars_replace() {
-        let out = smp_item(json!({"value":"a","mergingList":[{"name":"1"}]}), json!({"value":"b","mergingList":{"name":"x"}})).unwrap();
+        let out = smp_item(
+            json!({"value":"a","mergingList":[{"name":"1"}]}),
+            json!({"value":"b","mergingList":{"name":"x"}}),
+        )
+        .unwrap();
         assert_eq!(out, json!({"value":"b","mergingList":{"name":"x"}}));
         let out = smp_item(json!({"simpleMap":{"a":"1"}}), json!({"simpleMap":{"b":"2","a":null}})).unwrap();
         assert_eq!(out["simpleMap"], json!({"b":"2"}));
@@ -962,8 +1129,15 @@ mod smp_mechanics {
 
     #[test]
     fn missing_merge_key_in_a_delete_directive() {
-        let e = smp_item(json!({"mergingList":[{"name":"1"}]}), json!({"mergingList":[{"$patch":"delete","value":"x"}]})).unwrap_err();
-        assert_eq!(e, strategic::SmpError::Internal("map: map[$patch:delete value:x] does not contain declared merge key: name".into()));
+        let e =
+            smp_item(json!({"mergingList":[{"name":"1"}]}), json!({"mergingList":[{"$patch":"delete","value":"x"}]}))
+                .unwrap_err();
+        assert_eq!(
+            e,
+            strategic::SmpError::Internal(
+                "map: map[$patch:delete value:x] does not contain declared merge key: name".into()
+            )
+        );
     }
 }
 

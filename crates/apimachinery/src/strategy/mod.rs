@@ -21,15 +21,19 @@ use serde_json::Value;
 use crate::errors::StatusCause;
 use crate::validation::NameValidation;
 
+mod autoscaling;
 mod configmap;
 mod generic;
 mod namespace;
 mod pod;
 mod secret;
+pub mod service;
+pub mod workload;
 
 pub use generic::Generic;
 pub use namespace::Namespace;
 pub use pod::Pod;
+pub use service::Service;
 
 /// What happens to dependents when an owner is deleted without an explicit
 /// `propagationPolicy` (upstream's `rest.GarbageCollectionPolicy`).
@@ -164,7 +168,12 @@ pub fn for_kind(group: &str, kind: &str, has_status_subresource: bool) -> Box<dy
         ("", "Namespace") => Box::new(Namespace),
         ("", "ConfigMap") => Box::new(configmap::ConfigMap),
         ("", "Secret") => Box::new(secret::Secret),
-        _ => Box::new(generic::for_builtin(group, kind, has_status_subresource)),
+        ("", "Service") => Box::new(Service::new()),
+        ("autoscaling", "HorizontalPodAutoscaler") => Box::new(autoscaling::HorizontalPodAutoscaler::new()),
+        _ => match workload::for_kind(group, kind, has_status_subresource) {
+            Some(w) => Box::new(w),
+            None => Box::new(generic::for_builtin(group, kind, has_status_subresource)),
+        },
     }
 }
 

@@ -3,12 +3,13 @@
 use axum::body::Body;
 use axum::http::{header, StatusCode};
 use axum::response::Response;
+use rkube_apimachinery::apply::{managed::ManagerId, manager_or_user_agent};
 use rkube_apimachinery::{meta, ApiError};
 use serde_json::json;
 
 use super::{body, negotiate, query, response, Ctx};
 use crate::storage::namespaces::Operation;
-use crate::storage::WriteOptions;
+use crate::storage::{Tracking, WriteOptions};
 
 /// Upstream's message when the body names another namespace than the URL.
 pub const NAMESPACE_MISMATCH: &str =
@@ -35,6 +36,9 @@ pub async fn handle(ctx: &Ctx<'_>, body: Body) -> Result<Response, ApiError> {
         }
     }
     ctx.admit(Operation::Create, meta::name(&obj)).await?;
-    let created = ctx.store.create(namespace, obj, &WriteOptions { dry_run: params.dry_run }).await?;
+    let manager = manager_or_user_agent(ctx.query.get("fieldManager"), ctx.header(header::USER_AGENT));
+    let tracking = Tracking::Update(ManagerId::update(&manager, &ctx.info.api_version(), ""));
+    let opts = WriteOptions { dry_run: params.dry_run };
+    let created = ctx.store.create_tracked(namespace, obj, &opts, &tracking).await?;
     Ok(response::reply(StatusCode::CREATED, created, ctx.format, ctx.info, &decoded.warnings))
 }

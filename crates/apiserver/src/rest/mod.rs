@@ -21,13 +21,21 @@ use rkube_apimachinery::registry::{Registry, ResourceInfo};
 use rkube_apimachinery::ApiError;
 use rkube_store::SharedStore;
 
+use crate::bootstrap::{self, ClusterConfig};
 use crate::status::StatusError;
+use crate::storage::conversion::Conversion;
+use crate::storage::ipalloc::ServiceAllocator;
 use crate::storage::namespaces::{self, NamespaceLifecycle};
 use crate::storage::ResourceStore;
 
+pub mod binding;
 pub mod body;
+pub mod connect;
+pub mod converted;
 pub mod create;
 pub mod delete;
+pub mod ephemeral;
+pub mod eviction;
 pub mod get;
 pub mod list;
 pub mod negotiate;
@@ -35,6 +43,7 @@ pub mod patch;
 pub mod query;
 pub mod request;
 pub mod response;
+pub mod scale;
 pub mod table;
 pub mod update;
 pub mod watch;
@@ -84,12 +93,21 @@ pub struct Api {
     stores: HashMap<(&'static str, &'static str, &'static str), Arc<ResourceStore>>,
     lifecycle: NamespaceLifecycle,
     namespaces: Arc<ResourceStore>,
+    cluster: ClusterConfig,
+    services: Option<Arc<ServiceAllocator>>,
 }
 
 impl Api {
     /// Builds a store for every resource of `registry` that keeps objects.
     /// The registry must serve core/v1 namespaces.
     pub fn new(registry: Registry, store: SharedStore) -> Api {
+        Api::with_cluster(registry, store, ClusterConfig::default())
+    }
+
+    /// [`Api::new`] with the cluster settings: the Service allocator over
+    /// `cluster.service_cidr`, the Events' time to live, and what
+    /// [`Api::bootstrap`] creates.
+    pub fn with_cluster(registry: Registry, store: SharedStore, cluster: ClusterConfig) -> Api {
         let stores: HashMap<_, _> = registry
             .resources()
             .iter()
@@ -97,7 +115,25 @@ impl Api {
             .collect();
         let namespaces =
             stores.get(&("", "v1", "namespaces")).cloned().expect("the registry serves core/v1 namespaces");
-        Api { registry, stores, lifecycle: NamespaceLifecycle::new(namespaces.clone()), namespaces }
+        let services = stores.get(&("", "v1", "services")).map(|svc| {
+            let alloc = Arc::new(ServiceAllocator::new(cluster.service_cidr));
+            svc.set_hooks(alloc.clone());
+            alloc
+        });
+        if let Some(events) = stores.get(&("", "v1", "events")) {
+            events.set_ttl(cluster.event_ttl);
+        }
+        Api { registry, stores, lifecycle: NamespaceLifecycle::new(namespaces.clone()), namespaces, cluster, services }
+    }
+
+    /// The cluster settings.
+    pub fn cluster(&self) -> &ClusterConfig {
+        &self.cluster
+    }
+
+    /// The Service ClusterIP and NodePort allocator.
+    pub fn service_allocator(&self) -> Option<&ServiceAllocator> {
+        self.services.as_deref()
     }
 
     /// The resource registry served.
@@ -111,9 +147,12 @@ impl Api {
         self.stores.get(&(info.group, info.version, info.plural))
     }
 
-    /// Creates the system namespaces (idempotent; call once at start).
+    /// Creates the system namespaces, loads the Service allocator and
+    /// creates or reconciles the objects the API server keeps
+    /// ([`crate::bootstrap`]); idempotent, call at start.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
-        namespaces::ensure_system_namespaces(&self.namespaces).await
+        namespaces::ensure_system_namespaces(&self.namespaces).await?;
+        bootstrap::ensure_system_objects(self, &self.cluster).await
     }
 
     /// Serves one request (the router's fallback for every path it does not
@@ -148,14 +187,33 @@ impl Api {
             info.allows(verb.as_str())
         } else {
             let sub = info.subresource(&request.subresource).ok_or(ApiError::PathNotFound)?;
-            if !matches!(request.subresource.as_str(), "status" | "finalize") {
-                // Served by later items (scale, binding, eviction, log, exec, ...).
+            let pod_subresource = info.group.is_empty()
+                && info.plural == "pods"
+                && POD_SUBRESOURCES.contains(&request.subresource.as_str());
+            let proxy =
+                info.group.is_empty() && matches!(info.plural, "nodes" | "services") && request.subresource == "proxy";
+            if !pod_subresource && !proxy && !matches!(request.subresource.as_str(), "status" | "finalize" | "scale") {
+                // Served by later items (proxy, serviceaccounts/token, ...).
                 return Err(ApiError::PathNotFound);
             }
             sub.verbs.contains(&verb.as_str())
         };
         if !allowed {
             return Err(ApiError::MethodNotSupported(METHOD_NOT_ALLOWED.into()));
+        }
+        let is_binding = info.group.is_empty() && info.plural == "bindings";
+        let is_pod_subresource =
+            info.group.is_empty() && info.plural == "pods" && POD_SUBRESOURCES.contains(&request.subresource.as_str());
+        if is_binding || is_pod_subresource {
+            return self.serve_pod_subresource(request, info, verb, query, headers, body).await;
+        }
+        if info.group.is_empty() && request.subresource == "proxy" {
+            return connect::proxy(self, info, request).await;
+        }
+        if !self.stores.contains_key(&(info.group, info.version, info.plural)) {
+            if let Some(conv) = Conversion::for_resource(info) {
+                return converted::serve(self, request, info, conv, verb, query, headers, body).await;
+            }
         }
         let store = self.stores.get(&(info.group, info.version, info.plural)).ok_or_else(|| {
             ApiError::ServiceUnavailable(format!(
@@ -166,6 +224,9 @@ impl Api {
         let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
         let format = negotiate::output_format(accept, query.get("includeObject"))?;
         let ctx = Ctx { api: self, request, info, store, query, format, headers: headers.clone() };
+        if request.subresource == "scale" {
+            return scale::handle(&ctx, verb, body).await;
+        }
         match verb {
             Verb::Get => get::handle(&ctx).await,
             Verb::List => list::handle(&ctx).await,
@@ -175,6 +236,39 @@ impl Api {
             Verb::Patch => patch::handle(&ctx, body).await,
             Verb::Delete => delete::handle(&ctx, body).await,
             Verb::DeleteCollection => delete::handle_collection(&ctx, body).await,
+        }
+    }
+}
+
+/// The pod subresources served by their own handlers.
+const POD_SUBRESOURCES: [&str; 8] =
+    ["binding", "eviction", "ephemeralcontainers", "log", "exec", "attach", "portforward", "proxy"];
+
+impl Api {
+    /// `bindings` and the pod subresources of [`POD_SUBRESOURCES`].
+    async fn serve_pod_subresource(
+        &self,
+        request: &RequestInfo,
+        info: &ResourceInfo,
+        verb: Verb,
+        query: Query,
+        headers: HeaderMap,
+        body: Body,
+    ) -> Result<Response, ApiError> {
+        let pods = self.stores.get(&("", "v1", "pods")).ok_or(ApiError::PathNotFound)?;
+        let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
+        let format = negotiate::output_format(accept, query.get("includeObject"))?;
+        let ctx = Ctx { api: self, request, info, store: pods, query, format, headers: headers.clone() };
+        if matches!(verb, Verb::Create | Verb::Update | Verb::Patch) && request.subresource != "log" {
+            ctx.admit(namespaces::Operation::Update, &request.name).await?;
+        }
+        match request.subresource.as_str() {
+            "" => binding::handle(&ctx, pods, None, body).await,
+            "binding" => binding::handle(&ctx, pods, Some(&request.name), body).await,
+            "eviction" => eviction::handle(&ctx, pods, body).await,
+            "ephemeralcontainers" => ephemeral::handle(&ctx, pods, verb, body).await,
+            "proxy" => connect::proxy(self, info, request).await,
+            sub => connect::handle(&ctx, pods, sub).await,
         }
     }
 }

@@ -1,12 +1,16 @@
 //! Content negotiation: the response format from `Accept` (JSON, YAML, a
 //! `meta.k8s.io` Table or PartialObjectMetadata) and the request body
-//! format from `Content-Type` (JSON or YAML; protobuf is refused with 415
-//! until protobuf decoding exists).
+//! format from `Content-Type` (JSON, YAML, or protobuf for the built-in
+//! kinds kubectl's typed clientset sends that way; see
+//! `rkube_apimachinery::protobuf`).
 
 use rkube_apimachinery::ApiError;
 
 /// Media types rkube answers with.
 const OUTPUT_TYPES: &str = "application/json, application/yaml";
+/// Request body media types the server decodes (protobuf for the kinds
+/// kubectl's typed client sends).
+const INPUT_TYPES: &str = "application/json, application/yaml, application/vnd.kubernetes.protobuf";
 
 /// `includeObject` of a Table request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +48,9 @@ pub enum BodyFormat {
     Json,
     /// `application/yaml`.
     Yaml,
+    /// `application/vnd.kubernetes.protobuf`; kinds without a protobuf
+    /// table still get [`unsupported_body_media_type`] when decoded.
+    Protobuf,
 }
 
 struct MediaRange<'a> {
@@ -131,10 +138,17 @@ pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, ApiError> {
     match essence.as_str() {
         "" | "application/json" => Ok(BodyFormat::Json),
         "application/yaml" => Ok(BodyFormat::Yaml),
-        _ => Err(ApiError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: {OUTPUT_TYPES}"
-        ))),
+        rkube_apimachinery::protobuf::MEDIA_TYPE => Ok(BodyFormat::Protobuf),
+        _ => Err(unsupported_body_media_type()),
     }
+}
+
+/// Upstream's 415 for a request body in a format the resource cannot
+/// decode.
+pub fn unsupported_body_media_type() -> ApiError {
+    ApiError::UnsupportedMediaType(format!(
+        "the body of the request was in an unknown format - accepted media types include: {INPUT_TYPES}"
+    ))
 }
 
 #[cfg(test)]
@@ -163,10 +177,11 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_bodies_are_415() {
+    fn body_formats_and_415() {
         assert_eq!(body_format(Some("application/yaml")).unwrap(), BodyFormat::Yaml);
         assert_eq!(body_format(None).unwrap(), BodyFormat::Json);
-        let e = body_format(Some("application/vnd.kubernetes.protobuf")).unwrap_err();
+        assert_eq!(body_format(Some("application/vnd.kubernetes.protobuf")).unwrap(), BodyFormat::Protobuf);
+        let e = body_format(Some("application/cbor")).unwrap_err();
         assert_eq!(e.code(), 415);
     }
 }

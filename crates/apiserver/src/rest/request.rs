@@ -98,7 +98,8 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Option<RequestInfo> 
         namespace = rest[1];
         rest = &rest[2..];
     }
-    if rest.len() > 3 {
+    // `{resource}/{name}/proxy/{path...}`: the path is the proxied one.
+    if rest.len() > 3 && rest[2] != "proxy" {
         return None;
     }
     let resource = rest[0];
@@ -159,5 +160,8 @@ mod tests {
         assert_eq!(info(Method::HEAD, "/api/v1/nodes", "").verb, None);
         assert!(parse(&Method::GET, "/api/v1", &Query::default()).is_none());
         assert!(parse(&Method::GET, "/foo/v1/x", &Query::default()).is_none());
+        let proxy = info(Method::GET, "/api/v1/namespaces/a/services/web:http/proxy/some/path", "");
+        assert_eq!((proxy.name.as_str(), proxy.subresource.as_str()), ("web:http", "proxy"));
+        assert!(parse(&Method::GET, "/api/v1/namespaces/a/pods/p/status/extra", &Query::default()).is_none());
     }
 }

@@ -20,10 +20,14 @@ pub fn warning_header(text: &str) -> HeaderValue {
 /// `format` asks and adds `warnings`.
 pub fn reply(status: StatusCode, body: Value, format: Format, info: &ResourceInfo, warnings: &[String]) -> Response {
     let body = match (format, table::is_list(info, &body)) {
-        (Format::Table { v1beta1, include }, Some(true)) => {
-            table::list_table(body["items"].as_array().map_or(&[][..], |v| v), &body["metadata"], include, v1beta1)
-        }
-        (Format::Table { v1beta1, include }, Some(false)) => table::object_table(&body, include, v1beta1, true),
+        (Format::Table { v1beta1, include }, Some(true)) => table::list_table(
+            info,
+            body["items"].as_array().map_or(&[][..], |v| v),
+            &body["metadata"],
+            include,
+            v1beta1,
+        ),
+        (Format::Table { v1beta1, include }, Some(false)) => table::object_table(info, &body, include, v1beta1, true),
         (Format::PartialMetadata, Some(true)) => {
             table::partial_metadata_list(body["items"].as_array().map_or(&[][..], |v| v), &body["metadata"])
         }

@@ -3,12 +3,13 @@
 use axum::body::Body;
 use axum::http::{header, StatusCode};
 use axum::response::Response;
+use rkube_apimachinery::apply::{managed::ManagerId, manager_or_user_agent};
 use rkube_apimachinery::{meta, ApiError};
 use serde_json::{json, Value};
 
 use super::{body, negotiate, query, response, Ctx};
 use crate::storage::namespaces::Operation;
-use crate::storage::{UpdateKind, WriteOptions};
+use crate::storage::{Tracking, UpdateKind, WriteOptions};
 
 /// The kind of update a subresource path asks for.
 pub fn update_kind(subresource: &str) -> UpdateKind {
@@ -55,7 +56,10 @@ pub async fn handle(ctx: &Ctx<'_>, body: Body) -> Result<Response, ApiError> {
     ctx.admit(Operation::Update, name).await?;
     let kind = update_kind(&ctx.request.subresource);
     let opts = WriteOptions { dry_run: params.dry_run };
-    let (updated, created) = ctx.store.update(namespace, name, kind, &opts, |_| Ok(obj.clone())).await?;
+    let manager = manager_or_user_agent(ctx.query.get("fieldManager"), ctx.header(header::USER_AGENT));
+    let tracking = Tracking::Update(ManagerId::update(&manager, &ctx.info.api_version(), &ctx.request.subresource));
+    let (updated, created) =
+        ctx.store.update_tracked(namespace, name, kind, &opts, &tracking, |_| Ok(obj.clone())).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok(response::reply(status, updated, ctx.format, ctx.info, &decoded.warnings))
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use rkube_apimachinery::registry::ResourceInfo;
 use rkube_apimachinery::ApiError;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -40,8 +41,14 @@ pub async fn handle(ctx: &Ctx<'_>) -> Result<Response, ApiError> {
     }
     let events = ctx.store.watch(&ctx.request.namespace, opts).await?;
     let timeout = timeout.map(Duration::from_secs).unwrap_or_else(default_timeout);
-    let stream =
-        EventStream { events, deadline: Instant::now() + timeout, format: ctx.format, first: true, done: false };
+    let stream = EventStream {
+        events,
+        deadline: Instant::now() + timeout,
+        format: ctx.format,
+        info: ctx.info.clone(),
+        first: true,
+        done: false,
+    };
     let body = Body::from_stream(futures::stream::unfold(stream, |mut s| async move {
         s.next().await.map(|chunk| (Ok::<Bytes, std::convert::Infallible>(chunk), s))
     }));
@@ -58,6 +65,8 @@ struct EventStream {
     events: mpsc::Receiver<Event>,
     deadline: Instant,
     format: Format,
+    /// The watched resource (its Table printer).
+    info: ResourceInfo,
     first: bool,
     done: bool,
 }
@@ -81,7 +90,7 @@ impl EventStream {
     fn encode(&mut self, event: Event) -> Bytes {
         let object = match (self.format, event.kind) {
             (Format::Table { v1beta1, include }, EventType::Added | EventType::Modified | EventType::Deleted) => {
-                let t = table::object_table(&event.object, include, v1beta1, self.first);
+                let t = table::object_table(&self.info, &event.object, include, v1beta1, self.first);
                 self.first = false;
                 t
             }

@@ -131,6 +131,9 @@ impl ResourceStore {
             match self.store.delete(&key, Some(kv.mod_revision)).await {
                 Ok(resp) => {
                     let mut gone = self.decode(&resp.prev)?;
+                    if let Some(hooks) = self.hooks() {
+                        hooks.committed(None, Some(&gone));
+                    }
                     meta::set(&mut gone, "resourceVersion", json!(resp.revision.to_string()));
                     return Ok(Deleted::Gone(gone));
                 }

@@ -16,8 +16,8 @@
 //! error → API error), [`filter`] (label/field selector predicate), `read`
 //! (get, list), `write` (create, update), `delete`, [`watch`],
 //! [`namespaces`] (system namespaces and the namespace lifecycle rules).
-//! A shared watch cache per resource is the planned next step (see
-//! [`watch`]).
+//! Lists and watches go through the resource's [`WatchCache`]
+//! (`crate::cache`) when it can serve them and to the store otherwise.
 
 use bytes::Bytes;
 use rkube_apimachinery::registry::ResourceInfo;
@@ -26,10 +26,14 @@ use rkube_apimachinery::{meta, ApiError, GroupResource};
 use rkube_store::{KeyValue, SharedStore};
 use serde_json::Value;
 
+use crate::cache::{CacheOptions, WatchCache};
+
 pub mod continue_token;
+pub mod conversion;
 mod delete;
 pub mod errors;
 pub mod filter;
+pub mod ipalloc;
 pub mod keys;
 pub mod namespaces;
 mod read;
@@ -42,7 +46,7 @@ mod tests;
 pub use delete::{DeleteOptions, Deleted, Preconditions, PropagationPolicy};
 pub use filter::Predicate;
 pub use read::{ListOptions, ListResult};
-pub use write::{UpdateKind, WriteOptions};
+pub use write::{Tracking, UpdateKind, WriteOptions};
 
 /// The store of one resource.
 pub struct ResourceStore {
@@ -51,6 +55,26 @@ pub struct ResourceStore {
     store: SharedStore,
     keys: keys::Keys,
     resource: GroupResource,
+    hooks: std::sync::OnceLock<std::sync::Arc<dyn WriteHooks>>,
+    ttl: std::sync::OnceLock<std::time::Duration>,
+    /// The watch cache; `None` when disabled ([`ResourceStore::without_watch_cache`]).
+    cache: Option<WatchCache>,
+}
+
+/// Side effects of writes that need state beyond the object (upstream's
+/// REST wrappers around the generic store, e.g. Service ClusterIP and
+/// NodePort allocation). The store calls them around every write.
+pub trait WriteHooks: Send + Sync {
+    /// Before a create (`old` is `None`) or an update is written, after
+    /// defaulting and validation: may fill in fields (allocations) or
+    /// refuse the write.
+    fn before_write(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError>;
+    /// The write prepared by `before_write` did not happen (conflict, dry
+    /// run, error): undo what it did for `obj`.
+    fn abort(&self, obj: &Value, old: Option<&Value>);
+    /// The write happened: `new` is the stored object (`None` when it was
+    /// removed), `old` the previous one (`None` on create).
+    fn committed(&self, new: Option<&Value>, old: Option<&Value>);
 }
 
 impl ResourceStore {
@@ -63,13 +87,59 @@ impl ResourceStore {
             return None;
         }
         let has_status = info.subresource("status").is_some();
+        let keys = keys::Keys::new(storage.resource, info.namespaced());
+        let cache = WatchCache::new(
+            store.clone(),
+            &keys.collection(""),
+            info.kind,
+            &info.api_version(),
+            CacheOptions::default(),
+        );
         Some(ResourceStore {
             strategy: strategy::for_kind(info.group, info.kind, has_status),
-            keys: keys::Keys::new(storage.resource, info.namespaced()),
+            cache: Some(cache),
+            keys,
             resource: GroupResource::new(info.group, info.plural),
             info: info.clone(),
             store,
+            hooks: std::sync::OnceLock::new(),
+            ttl: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Installs the resource's write hooks (once, before serving).
+    pub fn set_hooks(&self, hooks: std::sync::Arc<dyn WriteHooks>) {
+        let _ = self.hooks.set(hooks);
+    }
+
+    /// Sets the time to live of every object created or updated (events'
+    /// `--event-ttl`; once, before serving).
+    pub fn set_ttl(&self, ttl: std::time::Duration) {
+        let _ = self.ttl.set(ttl);
+    }
+
+    fn hooks(&self) -> Option<&dyn WriteHooks> {
+        self.hooks.get().map(|h| h.as_ref())
+    }
+
+    /// This store with its watch cache replaced (`Some`: e.g. other
+    /// [`CacheOptions`]) or removed (`None`: every list and watch reads the
+    /// store).
+    pub fn with_watch_cache(mut self, opts: Option<CacheOptions>) -> ResourceStore {
+        let root = self.keys.collection("");
+        self.cache =
+            opts.map(|o| WatchCache::new(self.store.clone(), &root, self.info.kind, &self.info.api_version(), o));
+        self
+    }
+
+    /// This store without a watch cache: every list and watch reads the store.
+    pub fn without_watch_cache(self) -> ResourceStore {
+        self.with_watch_cache(None)
+    }
+
+    /// The watch cache, if enabled.
+    pub fn watch_cache(&self) -> Option<&WatchCache> {
+        self.cache.as_ref()
     }
 
     /// The resource served.

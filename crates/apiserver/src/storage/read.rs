@@ -5,6 +5,7 @@ use rkube_store::RangeRequest;
 use serde_json::Value;
 
 use super::{continue_token, parse_resource_version, Predicate, ResourceStore};
+use crate::cache::Freshness;
 
 /// Upstream's message for a list at a compacted revision.
 const LIST_TOO_OLD: &str = "The resourceVersion for the provided list is too old.";
@@ -55,11 +56,31 @@ impl ResourceStore {
     }
 
     /// Lists the objects of a namespace (or all, with `namespace == ""`).
+    ///
+    /// Served from the watch cache as upstream's cacher decides
+    /// (`shouldDelegateList`, 1.33 defaults): `resourceVersion` `""`
+    /// (consistent, once the cache has caught up with the store), `"0"` and
+    /// `NotOlderThan` come from the cache; `Exact`, the legacy exact match
+    /// (a revision with a `limit`) and continues read the store.
     pub async fn list(&self, namespace: &str, opts: &ListOptions) -> Result<ListResult, ApiError> {
         let prefix = self.keys.collection(namespace);
         let requested = parse_resource_version(&opts.resource_version)?;
         let limit = opts.limit.filter(|l| *l > 0).map(|l| l as usize);
         let continuing = opts.continue_token.as_deref().filter(|t| !t.is_empty());
+
+        if let (Some(cache), None) = (&self.cache, continuing) {
+            let freshness = match opts.resource_version_match.as_str() {
+                "Exact" => None,
+                _ if opts.resource_version.is_empty() => Some(Freshness::Consistent),
+                "" if limit.is_some() && requested > 0 => None,
+                _ => Some(Freshness::AtLeast(requested)),
+            };
+            if let Some(freshness) = freshness {
+                if let Some(result) = cache.list(&prefix, &opts.predicate, limit, freshness).await {
+                    return result;
+                }
+            }
+        }
 
         // Which revision to read, and from which key.
         let (mut revision, mut start) = (None, None);

@@ -13,10 +13,11 @@
 //!   (with its previous state), one that starts matching is `ADDED`, as
 //!   upstream's watch-cache filter does.
 //!
-//! This first version opens one store watch per request. The watch cache
-//! (one store watch per resource, fanned out to every client, and lists
-//! with `resourceVersion=0` served from memory) plugs in behind
-//! [`ResourceStore::watch`] without changing its contract.
+//! [`ResourceStore::watch`] serves these from the resource's watch cache
+//! (`crate::cache`: one store watch per resource, fanned out to every
+//! client) and opens a store watch of its own only when the cache cannot
+//! serve the request: the cache is disabled or not fresh in time, or the
+//! revision is older than the cache's first list.
 
 use futures::StreamExt;
 use rkube_apimachinery::{meta, ApiError};
@@ -89,6 +90,11 @@ impl ResourceStore {
     pub async fn watch(&self, namespace: &str, opts: WatchOptions) -> Result<mpsc::Receiver<Event>, ApiError> {
         let requested = parse_resource_version(&opts.resource_version)?;
         let prefix = self.keys.collection(namespace);
+        if let Some(cache) = &self.cache {
+            if let Some(rx) = cache.watch(&prefix, &opts, requested).await {
+                return Ok(rx);
+            }
+        }
         let initial = opts.send_initial_events.unwrap_or(requested == 0);
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
 

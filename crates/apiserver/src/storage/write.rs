@@ -1,6 +1,7 @@
 //! Create and update (upstream's `Store.Create`, `Store.Update` with
 //! `rest.BeforeCreate` / `rest.BeforeUpdate` and `GuaranteedUpdate`).
 
+use rkube_apimachinery::apply::{self, fieldset::Schema, managed::ManagerId};
 use rkube_apimachinery::strategy::Namespace as NamespaceStrategy;
 use rkube_apimachinery::validation::{validate_object_meta, validate_object_meta_update, ErrorList, FieldError, Path};
 use rkube_apimachinery::{meta, validation, ApiError, StatusCause};
@@ -20,6 +21,20 @@ pub struct WriteOptions {
     pub dry_run: bool,
 }
 
+/// How a write maintains `metadata.managedFields`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Tracking {
+    /// Not at all: the object keeps what the caller put there (internal
+    /// writers).
+    #[default]
+    None,
+    /// A create, update or patch by this manager (operation `Update`):
+    /// see [`apply::track_update`].
+    Update(ManagerId),
+    /// Server-side apply: the caller's closure computed them already.
+    Apply,
+}
+
 /// Which part of an object an update may change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UpdateKind {
@@ -30,24 +45,64 @@ pub enum UpdateKind {
     Status,
     /// Namespaces' `/finalize`: only `spec.finalizers`.
     Finalize,
+    /// The server's own subresource writes (pods' `binding`,
+    /// `ephemeralcontainers`): the object as the caller built it, without
+    /// the kind's update preparation and validation (the caller applies
+    /// the subresource's rules); metadata rules still hold.
+    Internal,
 }
 
 impl ResourceStore {
     /// Creates `obj` in `namespace` (upstream `Store.Create`): generated
     /// name, uid, creationTimestamp, generation, defaulting, the kind's
     /// create preparation and validation, then create-if-absent.
-    pub async fn create(&self, namespace: &str, mut obj: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+    pub async fn create(&self, namespace: &str, obj: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+        self.create_tracked(namespace, obj, opts, &Tracking::None).await
+    }
+
+    /// [`Self::create`], maintaining `metadata.managedFields` as `tracking`
+    /// says (after defaulting, so defaulted fields belong to the creator as
+    /// upstream).
+    pub async fn create_tracked(
+        &self,
+        namespace: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+        tracking: &Tracking,
+    ) -> Result<Value, ApiError> {
         self.before_create(namespace, &mut obj)?;
+        self.track(None, &mut obj, tracking);
         let name = meta::name(&obj).to_string();
         let key = self.keys.object(namespace, &name);
-        if opts.dry_run {
-            let existing = self.store.get(&key, None).await.map_err(|e| self.store_error(e, &name))?;
-            if existing.kv.is_some() {
-                return Err(ApiError::AlreadyExists { resource: self.resource.clone(), name });
-            }
-            return Ok(obj);
+        if let Some(hooks) = self.hooks() {
+            hooks.before_write(&mut obj, None)?;
         }
-        let kv = self.store.create(&key, self.encode(&obj)?, None).await.map_err(|e| self.store_error(e, &name))?;
+        let result = self.create_prepared(&key, &name, &obj, opts).await;
+        if let Some(hooks) = self.hooks() {
+            match &result {
+                Ok(created) if !opts.dry_run => hooks.committed(Some(created), None),
+                _ => hooks.abort(&obj, None),
+            }
+        }
+        result
+    }
+
+    async fn create_prepared(
+        &self,
+        key: &str,
+        name: &str,
+        obj: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        if opts.dry_run {
+            let existing = self.store.get(key, None).await.map_err(|e| self.store_error(e, name))?;
+            if existing.kv.is_some() {
+                return Err(ApiError::AlreadyExists { resource: self.resource.clone(), name: name.to_string() });
+            }
+            return Ok(obj.clone());
+        }
+        let ttl = self.ttl.get().copied();
+        let kv = self.store.create(key, self.encode(obj)?, ttl).await.map_err(|e| self.store_error(e, name))?;
         self.decode(&kv)
     }
 
@@ -107,6 +162,24 @@ impl ResourceStore {
         name: &str,
         kind: UpdateKind,
         opts: &WriteOptions,
+        try_update: F,
+    ) -> Result<(Value, bool), ApiError>
+    where
+        F: FnMut(Option<&Value>) -> Result<Value, ApiError>,
+    {
+        self.update_tracked(namespace, name, kind, opts, &Tracking::None, try_update).await
+    }
+
+    /// [`Self::update`], maintaining `metadata.managedFields` as `tracking`
+    /// says; [`Tracking::Apply`] also creates a missing object whatever the
+    /// kind's create-on-update rule (upstream forces create for apply).
+    pub async fn update_tracked<F>(
+        &self,
+        namespace: &str,
+        name: &str,
+        kind: UpdateKind,
+        opts: &WriteOptions,
+        tracking: &Tracking,
         mut try_update: F,
     ) -> Result<(Value, bool), ApiError>
     where
@@ -118,11 +191,12 @@ impl ResourceStore {
             let existing = current.kv.as_ref().map(|kv| self.decode(kv)).transpose()?;
             let mut obj = try_update(existing.as_ref())?;
             let Some((old, kv)) = existing.zip(current.kv) else {
-                if kind != UpdateKind::Main || !self.strategy.allow_create_on_update() {
+                let may_create = self.strategy.allow_create_on_update() || matches!(tracking, Tracking::Apply);
+                if kind != UpdateKind::Main || !may_create {
                     return Err(self.not_found(name));
                 }
                 meta::set(&mut obj, "resourceVersion", Value::Null);
-                match self.create(namespace, obj, opts).await {
+                match self.create_tracked(namespace, obj, opts, tracking).await {
                     Err(ApiError::AlreadyExists { .. }) => continue,
                     result => return result.map(|o| (o, true)),
                 }
@@ -142,32 +216,78 @@ impl ResourceStore {
                 return Err(self.conflict(name));
             }
             self.before_update(kind, &mut obj, &old)?;
+            self.track(Some(&old), &mut obj, tracking);
             if self.encode(&obj)? == self.encode(&old)? {
                 return Ok((old, false));
             }
+            if let Some(hooks) = self.hooks() {
+                hooks.before_write(&mut obj, Some(&old))?;
+            }
+            let abort = |obj: &Value| {
+                if let Some(hooks) = self.hooks() {
+                    hooks.abort(obj, Some(&old));
+                }
+            };
             if self.should_delete_during_update(&obj, &old) {
                 if opts.dry_run {
+                    abort(&obj);
                     return Ok((obj, false));
                 }
                 return match self.store.delete(&key, Some(kv.mod_revision)).await {
                     Ok(resp) => {
+                        abort(&obj);
+                        if let Some(hooks) = self.hooks() {
+                            hooks.committed(None, Some(&old));
+                        }
                         meta::set(&mut obj, "resourceVersion", json!(resp.revision.to_string()));
                         Ok((obj, false))
                     }
-                    Err(StoreError::Conflict { .. }) => continue,
-                    Err(e) => Err(self.store_error(e, name)),
+                    Err(StoreError::Conflict { .. }) => {
+                        abort(&obj);
+                        continue;
+                    }
+                    Err(e) => {
+                        abort(&obj);
+                        Err(self.store_error(e, name))
+                    }
                 };
             }
             if opts.dry_run {
+                abort(&obj);
                 return Ok((obj, false));
             }
-            match self.store.update(&key, self.encode(&obj)?, kv.mod_revision, None).await {
-                Ok(kv) => return Ok((self.decode(&kv)?, false)),
-                Err(StoreError::Conflict { .. }) | Err(StoreError::NotFound { .. }) => continue,
-                Err(e) => return Err(self.store_error(e, name)),
+            let ttl = self.ttl.get().copied();
+            match self.store.update(&key, self.encode(&obj)?, kv.mod_revision, ttl).await {
+                Ok(kv) => {
+                    let updated = self.decode(&kv)?;
+                    if let Some(hooks) = self.hooks() {
+                        hooks.committed(Some(&updated), Some(&old));
+                    }
+                    return Ok((updated, false));
+                }
+                Err(StoreError::Conflict { .. }) | Err(StoreError::NotFound { .. }) => {
+                    abort(&obj);
+                    continue;
+                }
+                Err(e) => {
+                    abort(&obj);
+                    return Err(self.store_error(e, name));
+                }
             }
         }
         Err(self.conflict(name))
+    }
+
+    /// Maintains managedFields for a [`Tracking::Update`] write.
+    fn track(&self, old: Option<&Value>, obj: &mut Value, tracking: &Tracking) {
+        if let Tracking::Update(id) = tracking {
+            let gvk = self.info.gvk();
+            let opts = apply::TrackOptions {
+                schema: Schema::for_kind(gvk.group, gvk.version, gvk.kind),
+                ignore_status: id.subresource.is_empty() && self.info.subresource("status").is_some(),
+            };
+            apply::track_update(old, obj, id, opts, &meta::now());
+        }
     }
 
     pub(super) fn conflict(&self, name: &str) -> ApiError {
@@ -192,6 +312,7 @@ impl ResourceStore {
             }
             UpdateKind::Status => self.strategy.prepare_for_status_update(obj, old),
             UpdateKind::Finalize => NamespaceStrategy.prepare_for_finalize(obj, old),
+            UpdateKind::Internal => {}
         }
         let old_meta = &old["metadata"];
         for field in ["creationTimestamp", "deletionTimestamp"] {
@@ -214,7 +335,9 @@ impl ResourceStore {
         let mut errs = validate_object_meta(&obj["metadata"], self.info.namespaced(), &names, &path);
         errs.extend(validate_object_meta_update(&obj["metadata"], old_meta, &path));
         let mut causes = errs.to_causes();
-        causes.extend(self.strategy.validate_update(obj, old));
+        if kind != UpdateKind::Internal {
+            causes.extend(self.strategy.validate_update(obj, old));
+        }
         self.invalid_if_any(obj, causes)
     }
 

@@ -56,6 +56,47 @@ pub fn create(s: &TestServer, name: &str, content: &str) -> String {
     ok(s, &["create", "--validate=false", "-f", &path])
 }
 
+/// `kubectl <args>` as the admin user with `stdin` piped in (for
+/// `apply -f -`); returns its output, whether it succeeded or not.
+pub fn kubectl_stdin(s: &TestServer, args: &[&str], stdin: &str) -> std::process::Output {
+    let cache = s.data_dir().join("kubectl-stdin.cache");
+    let mut child = Command::new(KUBECTL)
+        .arg("--kubeconfig")
+        .arg(s.kubeconfig())
+        .arg("--cache-dir")
+        .arg(&cache)
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kubectl");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write kubectl stdin");
+    child.wait_with_output().expect("run kubectl")
+}
+
+/// `kubectl apply -f -` with `yaml` on stdin; returns stdout, panics with
+/// stderr on failure.
+pub fn apply(s: &TestServer, yaml: &str) -> String {
+    let out = kubectl_stdin(s, &["apply", "-f", "-"], yaml);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "kubectl apply failed: {}\nmanifest:\n{yaml}\n--- rkube stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        s.logs()
+    );
+    stdout
+}
+
+/// `kubectl apply -f -` that must fail; returns its stderr.
+pub fn apply_fails(s: &TestServer, yaml: &str) -> String {
+    let out = kubectl_stdin(s, &["apply", "-f", "-"], yaml);
+    assert!(!out.status.success(), "kubectl apply should have failed: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// A kubectl process running in the background (e.g. `get -w`), its
 /// stdout going to a file. Killed (SIGKILL) and reaped on drop, also when
 /// the test panics.

@@ -333,7 +333,9 @@ mod tests {
         for i in 0..300 {
             let key = format!("/lag/{}", i % 7);
             let rev = match store.get(&key, None).await.unwrap().kv {
-                Some(kv) => store.update(&key, Bytes::from(format!("{i}")), kv.mod_revision, None).await.unwrap().mod_revision,
+                Some(kv) => {
+                    store.update(&key, Bytes::from(format!("{i}")), kv.mod_revision, None).await.unwrap().mod_revision
+                }
                 None => store.create(&key, Bytes::from(format!("{i}")), None).await.unwrap().mod_revision,
             };
             written.push((rev, i));
@@ -403,7 +405,10 @@ mod tests {
         let kv = store.get("/k", None).await.unwrap().kv.unwrap();
         assert_eq!((kv.mod_revision, &kv.value[..]), (100, &b"99"[..]));
         assert_eq!(store.get("/k", Some(102)).await.unwrap().kv, Some(kv), "the compacted revision stays readable");
-        assert!(matches!(store.get("/k", Some(100)).await, Err(StoreError::Compacted { requested: 100, compacted: 102 })));
+        assert!(matches!(
+            store.get("/k", Some(100)).await,
+            Err(StoreError::Compacted { requested: 100, compacted: 102 })
+        ));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -159,7 +159,9 @@ pub(crate) fn range(tx: &Connection, req: &RangeRequest) -> rusqlite::Result<Res
                  FROM latest l JOIN log g ON g.revision = l.revision
                  WHERE l.key >= ?1 AND l.key < ?2 ORDER BY l.key LIMIT ?3",
             )?
-            .query_map(rusqlite::params![lo, hi, limit], |r| Ok(kv_from_row(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .query_map(rusqlite::params![lo, hi, limit], |r| {
+                Ok(kv_from_row(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let count: i64 = if limit < 0 || (kvs.len() as i64) < limit {
             kvs.len() as i64
@@ -246,9 +248,7 @@ pub(crate) fn history(
         let deleted: bool = r.get(4)?;
         let prev_rev: Option<Revision> = r.get(5)?;
         let prev = match prev_rev {
-            Some(p_rev) if !r.get::<_, bool>(8)? => {
-                Some(kv_from_row(key.clone(), r.get(6)?, r.get(7)?, p_rev))
-            }
+            Some(p_rev) if !r.get::<_, bool>(8)? => Some(kv_from_row(key.clone(), r.get(6)?, r.get(7)?, p_rev)),
             _ => None,
         };
         if deleted {

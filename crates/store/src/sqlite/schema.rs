@@ -168,8 +168,10 @@ pub(crate) fn meta_get(conn: &Connection, name: &str) -> rusqlite::Result<Revisi
 
 /// Writes one `meta` counter.
 pub(crate) fn meta_set(conn: &Connection, name: &str, value: Revision) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value")?
-        .execute(rusqlite::params![name, value])?;
+    conn.prepare_cached(
+        "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+    )?
+    .execute(rusqlite::params![name, value])?;
     Ok(())
 }
 
@@ -211,7 +213,11 @@ mod tests {
         let conn = open_writer(&path).unwrap();
         assert_eq!(load_meta(&conn).unwrap().current, 42);
         let tables: i64 = conn
-            .query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('log', 'latest', 'meta')", [], |r| r.get(0))
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('log', 'latest', 'meta')",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(tables, 3);
     }

@@ -201,15 +201,27 @@ fn insert_log(conn: &Connection, row: LogRow<'_>) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn create(conn: &Connection, st: &mut TxState, key: &str, value: &Bytes, ttl: Option<Duration>) -> rusqlite::Result<Result<KeyValue>> {
+fn create(
+    conn: &Connection,
+    st: &mut TxState,
+    key: &str,
+    value: &Bytes,
+    ttl: Option<Duration>,
+) -> rusqlite::Result<Result<KeyValue>> {
     if current_kv(conn, key)?.is_some() {
         return Ok(Err(StoreError::AlreadyExists { key: key.to_string() }));
     }
     let rev = st.rev + 1;
     let expires_at = expiry(st.now_ms, ttl);
-    insert_log(conn, LogRow { revision: rev, key, value, create_revision: rev, prev_revision: 0, deleted: false, expires_at })?;
-    conn.prepare_cached("INSERT INTO latest (key, revision, expires_at) VALUES (?1, ?2, ?3)")?
-        .execute(params![key.as_bytes(), rev, expires_at])?;
+    insert_log(
+        conn,
+        LogRow { revision: rev, key, value, create_revision: rev, prev_revision: 0, deleted: false, expires_at },
+    )?;
+    conn.prepare_cached("INSERT INTO latest (key, revision, expires_at) VALUES (?1, ?2, ?3)")?.execute(params![
+        key.as_bytes(),
+        rev,
+        expires_at
+    ])?;
     st.rev = rev;
     let kv = KeyValue { key: key.to_string(), value: value.clone(), create_revision: rev, mod_revision: rev };
     st.events.push(WatchEvent::Put { kv: kv.clone(), prev: None });
@@ -244,15 +256,28 @@ fn update(
             expires_at,
         },
     )?;
-    conn.prepare_cached("UPDATE latest SET revision = ?2, expires_at = ?3 WHERE key = ?1")?
-        .execute(params![key.as_bytes(), rev, expires_at])?;
+    conn.prepare_cached("UPDATE latest SET revision = ?2, expires_at = ?3 WHERE key = ?1")?.execute(params![
+        key.as_bytes(),
+        rev,
+        expires_at
+    ])?;
     st.rev = rev;
-    let kv = KeyValue { key: key.to_string(), value: value.clone(), create_revision: cur.create_revision, mod_revision: rev };
+    let kv = KeyValue {
+        key: key.to_string(),
+        value: value.clone(),
+        create_revision: cur.create_revision,
+        mod_revision: rev,
+    };
     st.events.push(WatchEvent::Put { kv: kv.clone(), prev: Some(cur) });
     Ok(Ok(kv))
 }
 
-fn delete(conn: &Connection, st: &mut TxState, key: &str, expected: Option<Revision>) -> rusqlite::Result<Result<DeleteResponse>> {
+fn delete(
+    conn: &Connection,
+    st: &mut TxState,
+    key: &str,
+    expected: Option<Revision>,
+) -> rusqlite::Result<Result<DeleteResponse>> {
     let Some(cur) = current_kv(conn, key)? else {
         return Ok(Err(StoreError::NotFound { key: key.to_string() }));
     };
@@ -336,8 +361,7 @@ impl Writer {
     }
 
     fn compaction_pending(&self) -> bool {
-        self.compact_cursor < self.compacted
-            && self.compaction_paused_until.is_none_or(|t| Instant::now() >= t)
+        self.compact_cursor < self.compacted && self.compaction_paused_until.is_none_or(|t| Instant::now() >= t)
     }
 
     /// The thread body: runs until every sender of `rx` is gone (the store
@@ -438,7 +462,9 @@ impl Writer {
         for op in ops {
             outcomes.push(match op {
                 Op::Create { key, value, ttl } => Outcome::Kv(create(&tx, &mut st, key, value, *ttl)?),
-                Op::Update { key, value, expected, ttl } => Outcome::Kv(update(&tx, &mut st, key, value, *expected, *ttl)?),
+                Op::Update { key, value, expected, ttl } => {
+                    Outcome::Kv(update(&tx, &mut st, key, value, *expected, *ttl)?)
+                }
                 Op::Delete { key, expected } => Outcome::Deleted(delete(&tx, &mut st, key, *expected)?),
                 Op::Compact { revision } => Outcome::Done(compact(&mut st, *revision)),
             });
@@ -562,7 +588,9 @@ mod tests {
         assert!(matches!(&o[7], Outcome::Deleted(Err(StoreError::Conflict { expected: 99, .. }))));
         assert!(matches!(&o[8], Outcome::Done(Err(StoreError::FutureRevision { requested: 50, current: 3 }))));
         match &o[9] {
-            Outcome::Deleted(Ok(d)) => assert_eq!((d.revision, d.prev.mod_revision, &d.prev.value[..]), (4, 2, &b"2"[..])),
+            Outcome::Deleted(Ok(d)) => {
+                assert_eq!((d.revision, d.prev.mod_revision, &d.prev.value[..]), (4, 2, &b"2"[..]))
+            }
             other => panic!("expected a deletion, got {other:?}"),
         }
         assert_eq!(applied.current, 4, "four successful writes, four revisions");
@@ -599,7 +627,7 @@ mod tests {
             Op::Create { key: "/live".into(), value: b("1"), ttl: None }, // 1
             Op::Update { key: "/live".into(), value: b("2"), expected: 1, ttl: None }, // 2
             Op::Create { key: "/gone".into(), value: b("x"), ttl: None }, // 3
-            Op::Delete { key: "/gone".into(), expected: None }, // 4
+            Op::Delete { key: "/gone".into(), expected: None },           // 4
             Op::Update { key: "/live".into(), value: b("3"), expected: 2, ttl: None }, // 5
             Op::Create { key: "/late".into(), value: b("y"), ttl: None }, // 6
             Op::Update { key: "/late".into(), value: b("z"), expected: 6, ttl: None }, // 7
@@ -644,7 +672,11 @@ mod tests {
             Op::Create { key: "/later".into(), value: b("1"), ttl: Some(Duration::from_secs(60)) },
         ];
         w.apply(&ops, false, now).unwrap();
-        assert_eq!(count(&w, "SELECT COUNT(*) FROM latest WHERE expires_at IS NULL"), 1, "an update without ttl clears it");
+        assert_eq!(
+            count(&w, "SELECT COUNT(*) FROM latest WHERE expires_at IS NULL"),
+            1,
+            "an update without ttl clears it"
+        );
         let early = w.apply(&[], true, now + 1000).unwrap();
         assert!(early.events.is_empty(), "nothing expires before its ttl");
         let swept = w.apply(&[], true, now + 2500).unwrap();

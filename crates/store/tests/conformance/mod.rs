@@ -352,9 +352,15 @@ pub async fn range_counts_keys_from_start_regardless_of_limit(backend: impl Back
     }
     let keys = |r: &rkube_store::RangeResponse| r.kvs.iter().map(|kv| kv.key.clone()).collect::<Vec<_>>();
     let r = s.range(range_req("/count/", None, Some(3), None)).await.unwrap();
-    assert_eq!((keys(&r), r.count, r.more), (vec!["/count/k0".to_string(), "/count/k1".into(), "/count/k2".into()], 10, true));
+    assert_eq!(
+        (keys(&r), r.count, r.more),
+        (vec!["/count/k0".to_string(), "/count/k1".into(), "/count/k2".into()], 10, true)
+    );
     let r = s.range(range_req("/count/", Some("/count/k5"), Some(3), None)).await.unwrap();
-    assert_eq!((keys(&r), r.count, r.more), (vec!["/count/k5".to_string(), "/count/k6".into(), "/count/k7".into()], 5, true));
+    assert_eq!(
+        (keys(&r), r.count, r.more),
+        (vec!["/count/k5".to_string(), "/count/k6".into(), "/count/k7".into()], 5, true)
+    );
     let r = s.range(range_req("/count/", Some("/count/k7"), Some(3), None)).await.unwrap();
     assert_eq!((r.kvs.len(), r.count, r.more), (3, 3, false), "exactly the remaining keys");
     for limit in [None, Some(0), Some(10), Some(100)] {
@@ -622,7 +628,11 @@ pub async fn ttl_expiry_deletes_the_key_with_a_watch_event(backend: impl Backend
         }
         ev => panic!("expected the expiry's Delete, got {ev:?}"),
     }
-    assert!(created_at.elapsed() >= Duration::from_secs(2), "expired after {:?}, before its 3 s ttl", created_at.elapsed());
+    assert!(
+        created_at.elapsed() >= Duration::from_secs(2),
+        "expired after {:?}, before its 3 s ttl",
+        created_at.elapsed()
+    );
     assert_eq!(s.get("/ttl/lease", None).await.unwrap().kv, None);
     assert_eq!(s.get("/ttl/keep", None).await.unwrap().kv, Some(keep));
 }

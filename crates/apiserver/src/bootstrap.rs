@@ -1,0 +1,480 @@
+//! The objects the API server itself keeps in the cluster (upstream's
+//! `pkg/controlplane` bootstrap controllers):
+//!
+//! - the `kubernetes` Service in `default` (ClusterIP = the first address
+//!   of the service CIDR, port 443 `https` → the advertise address and
+//!   port), its Endpoints and its EndpointSlice (label
+//!   `kubernetes.io/service-name: kubernetes`), reconciled at start;
+//! - the default ServiceCIDR `kubernetes` and an IPAddress object per
+//!   allocated ClusterIP (the allocator itself is
+//!   `crate::storage::ipalloc`; these objects mirror its table);
+//! - the system PriorityClasses `system-node-critical` (2000001000) and
+//!   `system-cluster-critical` (2000000000);
+//! - the API server identity Lease in `kube-system`
+//!   (`apiserver-<hash of hostname>`, labels
+//!   `apiserver.kubernetes.io/identity: kube-apiserver` (1.33's key),
+//!   `k8s.io/component: kube-apiserver` (the key the seed documents and
+//!   older releases select on) and `kubernetes.io/hostname`), renewed every 10 s with a 3600 s duration;
+//!   expired identity leases of other API servers are deleted (checked
+//!   hourly, as upstream's lease garbage collector).
+//!
+//! [`ClusterConfig`] carries what these need from the command line
+//! (`--service-cidr`, the advertise address, `--event-ttl`).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use rkube_apimachinery::{meta, ApiError};
+use serde_json::{json, Value};
+
+use crate::rest::Api;
+use crate::storage::ipalloc::ServiceCidr;
+use crate::storage::{DeleteOptions, ListOptions, ResourceStore, UpdateKind, WriteOptions};
+
+/// Upstream's `--event-ttl` default.
+pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(3600);
+/// `IdentityLeaseDurationSeconds`.
+pub const IDENTITY_LEASE_DURATION_SECONDS: i64 = 3600;
+/// `IdentityLeaseRenewIntervalPeriod`.
+pub const IDENTITY_LEASE_RENEW_INTERVAL: Duration = Duration::from_secs(10);
+/// `IdentityLeaseGCPeriod`.
+pub const IDENTITY_LEASE_GC_PERIOD: Duration = Duration::from_secs(3600);
+/// The label marking API server identity leases (1.33).
+pub const IDENTITY_LEASE_LABEL: &str = "apiserver.kubernetes.io/identity";
+/// The older label key of identity leases, still set so that
+/// `kubectl get lease -l k8s.io/component=kube-apiserver` finds them.
+pub const IDENTITY_LEASE_COMPONENT_LABEL: &str = "k8s.io/component";
+/// The component name in identity leases and their hash.
+pub const KUBE_APISERVER: &str = "kube-apiserver";
+
+/// Cluster settings the API server needs beyond listening and storage.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// `--service-cidr`: where Service ClusterIPs come from.
+    pub service_cidr: ServiceCidr,
+    /// `--event-ttl`: how long Events live.
+    pub event_ttl: Duration,
+    /// The address the `kubernetes` Service's endpoints point at.
+    pub advertise_address: IpAddr,
+    /// The port the `kubernetes` Service's endpoints point at (`0`: the
+    /// port the server listens on).
+    pub advertise_port: u16,
+    /// The host name the identity lease is derived from (`None`: the
+    /// machine's).
+    pub hostname: Option<String>,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            service_cidr: ServiceCidr::default(),
+            event_ttl: DEFAULT_EVENT_TTL,
+            advertise_address: IpAddr::from([127, 0, 0, 1]),
+            advertise_port: 0,
+            hostname: None,
+        }
+    }
+}
+
+/// The machine's host name (`os.Hostname()`).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Upstream's API server identity: `apiserver-` + the lower-case unpadded
+/// base32 of the first 16 bytes of SHA-256 over the length-prefixed
+/// host name and `kube-apiserver`.
+pub fn apiserver_identity(hostname: &str) -> String {
+    let mut data = Vec::new();
+    for part in [hostname.as_bytes(), KUBE_APISERVER.as_bytes()] {
+        data.extend_from_slice(&(part.len() as u16).to_be_bytes());
+        data.extend_from_slice(part);
+    }
+    let hash = ring::digest::digest(&ring::digest::SHA256, &data);
+    format!("apiserver-{}", base32_lower(&hash.as_ref()[..16]))
+}
+
+fn base32_lower(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let mut out = String::new();
+    let (mut buffer, mut bits) = (0u32, 0u32);
+    for b in bytes {
+        buffer = (buffer << 8) | u32::from(*b);
+        bits += 8;
+        while bits >= 5 {
+            out.push(ALPHABET[((buffer >> (bits - 5)) & 31) as usize] as char);
+            bits -= 5;
+        }
+    }
+    if bits > 0 {
+        out.push(ALPHABET[((buffer << (5 - bits)) & 31) as usize] as char);
+    }
+    out
+}
+
+/// `metav1.MicroTime` as JSON: RFC 3339 with microseconds.
+pub fn micro_time(t: jiff::Timestamp) -> String {
+    let secs = meta::format_time(t);
+    format!("{}.{:06}Z", secs.trim_end_matches('Z'), t.subsec_microsecond())
+}
+
+fn store<'a>(api: &'a Api, group: &str, version: &str, plural: &str) -> Result<&'a ResourceStore, ApiError> {
+    api.store(group, version, plural)
+        .map(|s| s.as_ref())
+        .ok_or_else(|| ApiError::Internal(format!("no store for {plural}.{group}")))
+}
+
+/// Creates `obj` or, when it exists and `differs` says so, replaces the
+/// fields `fields` of the stored one with those of `obj`.
+async fn ensure(store: &ResourceStore, namespace: &str, obj: Value, fields: &[&str]) -> Result<(), ApiError> {
+    let name = meta::name(&obj).to_string();
+    match store.create(namespace, obj.clone(), &WriteOptions::default()).await {
+        Ok(_) => return Ok(()),
+        Err(ApiError::AlreadyExists { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    store
+        .update(namespace, &name, UpdateKind::Main, &WriteOptions::default(), |current| {
+            let mut next = current.cloned().unwrap_or_else(|| obj.clone());
+            for f in fields {
+                match obj.get(*f) {
+                    Some(v) => next[*f] = v.clone(),
+                    None => {
+                        if let Some(m) = next.as_object_mut() {
+                            m.remove(*f);
+                        }
+                    }
+                }
+            }
+            for (k, v) in obj.pointer("/metadata/labels").and_then(Value::as_object).into_iter().flatten() {
+                next["metadata"]["labels"][k] = v.clone();
+            }
+            meta::set(&mut next, "resourceVersion", Value::Null);
+            Ok(next)
+        })
+        .await
+        .map(|_| ())
+}
+
+/// Loads the Service allocator from the stored Services, then creates or
+/// reconciles the `kubernetes` Service, its Endpoints and EndpointSlice,
+/// and the system PriorityClasses.
+pub async fn ensure_system_objects(api: &Api, cluster: &ClusterConfig) -> Result<(), ApiError> {
+    let services = store(api, "", "v1", "services")?;
+    if let Some(alloc) = api.service_allocator() {
+        let prefix = services.keys().collection("");
+        let range = services
+            .store()
+            .range(rkube_store::RangeRequest { prefix, start: None, limit: None, revision: None })
+            .await
+            .map_err(|e| ApiError::Internal(format!("cannot list services: {e}")))?;
+        let objs: Vec<Value> = range.kvs.iter().filter_map(|kv| serde_json::from_slice(&kv.value).ok()).collect();
+        alloc.load(objs.iter());
+    }
+
+    reconcile_kubernetes_service(api, cluster).await?;
+    ensure_service_cidr(api, cluster).await?;
+    reconcile_ip_addresses(api, cluster).await?;
+
+    let classes = store(api, "scheduling.k8s.io", "v1", "priorityclasses")?;
+    for (name, value, description) in [
+        (
+            "system-node-critical",
+            2_000_001_000i64,
+            "Used for system critical pods that must not be moved from their current node.",
+        ),
+        (
+            "system-cluster-critical",
+            2_000_000_000,
+            "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+        ),
+    ] {
+        let pc = json!({
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "globalDefault": false,
+            "description": description, "preemptionPolicy": "PreemptLowerPriority",
+        });
+        match classes.create("", pc, &WriteOptions::default()).await {
+            Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Creates or puts back the `kubernetes` Service, its Endpoints and its
+/// EndpointSlice (upstream's endpoint reconciler, every 10 s).
+pub async fn reconcile_kubernetes_service(api: &Api, cluster: &ClusterConfig) -> Result<(), ApiError> {
+    let services = store(api, "", "v1", "services")?;
+    let ip = cluster.service_cidr.first().to_string();
+    let port = cluster.advertise_port;
+    let labels = json!({"component": "apiserver", "provider": "kubernetes"});
+    let svc = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": labels},
+        "spec": {
+            "type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip], "sessionAffinity": "None",
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+        }
+    });
+    ensure_service(services, svc).await?;
+
+    let address = cluster.advertise_address.to_string();
+    let endpoints = json!({
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+            "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": address}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+    });
+    ensure(store(api, "", "v1", "endpoints")?, "default", endpoints, &["subsets"]).await?;
+    let family = if cluster.advertise_address.is_ipv4() { "IPv4" } else { "IPv6" };
+    let slice = json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "kubernetes"}},
+        "addressType": family,
+        "endpoints": [{"addresses": [address], "conditions": {"ready": true}}],
+        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    });
+    ensure(store(api, "discovery.k8s.io", "v1", "endpointslices")?, "default", slice, &["endpoints", "ports"]).await?;
+    Ok(())
+}
+
+/// Label naming the IP family of an IPAddress.
+pub const IP_FAMILY_LABEL: &str = "ipaddress.kubernetes.io/ip-family";
+/// Label naming who manages an IPAddress.
+pub const MANAGED_BY_LABEL: &str = "ipaddress.kubernetes.io/managed-by";
+/// The manager of the IPAddresses of Service ClusterIPs.
+pub const IP_ALLOCATOR: &str = "ipallocator.k8s.io";
+
+/// The default ServiceCIDR `kubernetes` (spec.cidrs = `--service-cidr`,
+/// Ready).
+pub async fn ensure_service_cidr(api: &Api, cluster: &ClusterConfig) -> Result<(), ApiError> {
+    let cidrs = store(api, "networking.k8s.io", "v1", "servicecidrs")?;
+    let obj = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+        "metadata": {"name": "kubernetes"},
+        "spec": {"cidrs": [cluster.service_cidr.to_string()]},
+    });
+    match cidrs.create("", obj, &WriteOptions::default()).await {
+        Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    cidrs
+        .update("", "kubernetes", UpdateKind::Status, &WriteOptions::default(), |current| {
+            let mut next = current.cloned().unwrap_or(Value::Null);
+            let ready = next
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+            if !ready {
+                next["status"] = json!({"conditions": [{"type": "Ready", "status": "True", "reason": "",
+                    "message": "Kubernetes Service CIDR is ready", "lastTransitionTime": meta::now()}]});
+            }
+            meta::set(&mut next, "resourceVersion", Value::Null);
+            Ok(next)
+        })
+        .await
+        .map(|_| ())
+}
+
+/// Mirrors the allocated ClusterIPs as IPAddress objects (named by the
+/// address, `parentRef` the Service, managed by `ipallocator.k8s.io`) and
+/// removes those no Service holds any more — the allocation record
+/// `kubectl get ipaddresses` shows, kept within one reconcile interval.
+pub async fn reconcile_ip_addresses(api: &Api, cluster: &ClusterConfig) -> Result<(), ApiError> {
+    let services = store(api, "", "v1", "services")?;
+    let addresses = store(api, "networking.k8s.io", "v1", "ipaddresses")?;
+    let range = |prefix: String| rkube_store::RangeRequest { prefix, start: None, limit: None, revision: None };
+    let internal = |e: rkube_store::StoreError| ApiError::Internal(e.to_string());
+    let svcs = services.store().range(range(services.keys().collection(""))).await.map_err(internal)?;
+    let mut wanted = std::collections::BTreeMap::new();
+    for kv in &svcs.kvs {
+        let Ok(svc) = serde_json::from_slice::<Value>(&kv.value) else { continue };
+        let Some(ip) = svc.pointer("/spec/clusterIP").and_then(Value::as_str) else { continue };
+        let Ok(std::net::IpAddr::V4(v4)) = ip.parse::<std::net::IpAddr>() else { continue };
+        if cluster.service_cidr.offset(v4).is_some() {
+            wanted.insert(ip.to_string(), (meta::namespace(&svc).to_string(), meta::name(&svc).to_string()));
+        }
+    }
+    let existing = addresses.store().range(range(addresses.keys().collection(""))).await.map_err(internal)?;
+    for kv in &existing.kvs {
+        let Ok(addr) = serde_json::from_slice::<Value>(&kv.value) else { continue };
+        let managed = addr.pointer(&format!("/metadata/labels/{}", MANAGED_BY_LABEL.replace('/', "~1")));
+        if managed.and_then(Value::as_str) != Some(IP_ALLOCATOR) {
+            continue;
+        }
+        let name = meta::name(&addr).to_string();
+        let parent = (
+            addr.pointer("/spec/parentRef/namespace").and_then(Value::as_str).unwrap_or("").to_string(),
+            addr.pointer("/spec/parentRef/name").and_then(Value::as_str).unwrap_or("").to_string(),
+        );
+        if wanted.get(&name) == Some(&parent) {
+            wanted.remove(&name);
+        } else {
+            let _ = addresses.delete("", &name, &DeleteOptions::default()).await;
+        }
+    }
+    for (ip, (namespace, name)) in wanted {
+        let obj = json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+            "metadata": {"name": ip, "labels": {IP_FAMILY_LABEL: "IPv4", MANAGED_BY_LABEL: IP_ALLOCATOR}},
+            "spec": {"parentRef": {"group": "", "resource": "services", "namespace": namespace, "name": name}},
+        });
+        match addresses.create("", obj, &WriteOptions::default()).await {
+            Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The `kubernetes` Service: created, or its ports and ClusterIP put back
+/// as they must be. A stored one with another ClusterIP (the service CIDR
+/// changed) is replaced.
+async fn ensure_service(services: &ResourceStore, svc: Value) -> Result<(), ApiError> {
+    match services.get("default", "kubernetes", "").await {
+        Ok(current) => {
+            let ip = current.pointer("/spec/clusterIP");
+            if ip != svc.pointer("/spec/clusterIP") {
+                services.delete("default", "kubernetes", &DeleteOptions::default()).await?;
+            } else {
+                let want = svc["spec"]["ports"].clone();
+                if current.pointer("/spec/ports") != Some(&want) {
+                    services
+                        .update("default", "kubernetes", UpdateKind::Main, &WriteOptions::default(), |cur| {
+                            let mut next = cur.cloned().unwrap_or_else(|| svc.clone());
+                            next["spec"]["ports"] = want.clone();
+                            meta::set(&mut next, "resourceVersion", Value::Null);
+                            Ok(next)
+                        })
+                        .await?;
+                }
+                return Ok(());
+            }
+        }
+        Err(ApiError::NotFound { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    match services.create("default", svc, &WriteOptions::default()).await {
+        Ok(_) | Err(ApiError::AlreadyExists { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The API server's own control loops, every 10 s until aborted: the
+/// identity Lease renewed (expired ones of other API servers collected
+/// hourly) and the `kubernetes` Service's endpoints reconciled.
+pub async fn run_control_loops(api: std::sync::Arc<Api>, hostname: String) {
+    let name = apiserver_identity(&hostname);
+    let holder = format!("{name}_{}", meta::new_uid());
+    let mut last_gc: Option<std::time::Instant> = None;
+    loop {
+        if let Some(leases) = api.store("coordination.k8s.io", "v1", "leases") {
+            if let Err(e) = renew_lease(leases, &name, &holder, &hostname).await {
+                tracing::warn!(component = crate::COMPONENT, error = %e, lease = %name, "cannot renew the API server identity lease");
+            }
+            if last_gc.is_none_or(|t| t.elapsed() >= IDENTITY_LEASE_GC_PERIOD) {
+                last_gc = Some(std::time::Instant::now());
+                if let Err(e) = collect_expired_leases(leases, &name).await {
+                    tracing::warn!(component = crate::COMPONENT, error = %e, "cannot collect expired API server identity leases");
+                }
+            }
+        }
+        if let Err(e) = reconcile_kubernetes_service(&api, api.cluster()).await {
+            tracing::warn!(component = crate::COMPONENT, error = %e, "cannot reconcile the kubernetes Service endpoints");
+        }
+        if let Err(e) = reconcile_ip_addresses(&api, api.cluster()).await {
+            tracing::warn!(component = crate::COMPONENT, error = %e, "cannot reconcile the Service IPAddresses");
+        }
+        tokio::time::sleep(IDENTITY_LEASE_RENEW_INTERVAL).await;
+    }
+}
+
+async fn renew_lease(leases: &ResourceStore, name: &str, holder: &str, hostname: &str) -> Result<(), ApiError> {
+    let now = micro_time(jiff::Timestamp::now());
+    let lease = json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": name, "namespace": "kube-system",
+            "labels": {IDENTITY_LEASE_LABEL: KUBE_APISERVER, IDENTITY_LEASE_COMPONENT_LABEL: KUBE_APISERVER, "kubernetes.io/hostname": hostname}},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": IDENTITY_LEASE_DURATION_SECONDS,
+            "acquireTime": now, "renewTime": now},
+    });
+    match leases.create("kube-system", lease.clone(), &WriteOptions::default()).await {
+        Ok(_) => return Ok(()),
+        Err(ApiError::AlreadyExists { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    leases
+        .update("kube-system", name, UpdateKind::Main, &WriteOptions::default(), |current| {
+            let mut next = current.cloned().unwrap_or_else(|| lease.clone());
+            if next.pointer("/spec/holderIdentity").and_then(Value::as_str) != Some(holder) {
+                next["spec"] = lease["spec"].clone();
+            }
+            next["spec"]["renewTime"] = json!(now);
+            next["spec"]["leaseDurationSeconds"] = json!(IDENTITY_LEASE_DURATION_SECONDS);
+            next["metadata"]["labels"] = lease["metadata"]["labels"].clone();
+            meta::set(&mut next, "resourceVersion", Value::Null);
+            Ok(next)
+        })
+        .await
+        .map(|_| ())
+}
+
+/// Whether an identity lease has expired at `now` (renewTime +
+/// leaseDurationSeconds in the past).
+pub fn lease_expired(lease: &Value, now: jiff::Timestamp) -> bool {
+    let renew =
+        lease.pointer("/spec/renewTime").and_then(Value::as_str).and_then(|s| s.parse::<jiff::Timestamp>().ok());
+    let duration = lease.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64).unwrap_or(0);
+    match renew {
+        Some(t) => t + jiff::SignedDuration::from_secs(duration) < now,
+        None => true,
+    }
+}
+
+async fn collect_expired_leases(leases: &ResourceStore, own: &str) -> Result<(), ApiError> {
+    let selector = format!("{IDENTITY_LEASE_LABEL}={KUBE_APISERVER}");
+    let predicate = crate::storage::Predicate::parse(Some(&selector), None, "Lease", "coordination.k8s.io")?;
+    let opts = ListOptions { predicate, ..Default::default() };
+    let list = leases.list("kube-system", &opts).await?;
+    let now = jiff::Timestamp::now();
+    for lease in &list.items {
+        let name = meta::name(lease);
+        if name != own && lease_expired(lease, now) {
+            let _ = leases.delete("kube-system", name, &DeleteOptions::default()).await;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_is_the_hash_of_the_hostname() {
+        let id = apiserver_identity("node-1");
+        assert!(id.starts_with("apiserver-"));
+        assert_eq!(id.len(), "apiserver-".len() + 26, "{id}");
+        assert_eq!(id, apiserver_identity("node-1"));
+        assert_ne!(id, apiserver_identity("node-2"));
+        assert_eq!(base32_lower(b"foobar"), "mzxw6ytboi");
+    }
+
+    #[test]
+    fn lease_expiry() {
+        let now = jiff::Timestamp::now();
+        let fresh = json!({"spec": {"renewTime": micro_time(now), "leaseDurationSeconds": 3600}});
+        assert!(!lease_expired(&fresh, now));
+        let old = now - jiff::SignedDuration::from_secs(7200);
+        let stale = json!({"spec": {"renewTime": micro_time(old), "leaseDurationSeconds": 3600}});
+        assert!(lease_expired(&stale, now));
+        assert!(micro_time(now).ends_with('Z') && micro_time(now).contains('.'));
+    }
+}
