@@ -4,7 +4,9 @@
 #   - etcd-server: the real etcd the store conformance suite and the etcd
 #     datastore tests start on loopback ports;
 #   - protobuf-compiler: builds the gRPC bindings;
-#   - kubectl comes with the machine image (/usr/bin/kubectl).
+#   - kubectl comes with the machine image (/usr/bin/kubectl);
+#   - the official Python `kubernetes` client, pip-installed into a venv under
+#     target/ (client_python.rs finds its interpreter via RKUBE_TEST_PYTHON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +26,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   rm -f /usr/sbin/policy-rc.d
 fi
 command -v kubectl >/dev/null || { echo "rkube tests: kubectl not found on PATH; install kubectl 1.33 (the tests drive the real kubectl)" >&2; exit 1; }
+
+python_client=kubernetes==33.1.0
+venv=target/python-client-venv
+if ! "$venv/bin/python" -c "import kubernetes, sys; sys.exit(kubernetes.__version__ != '${python_client#*==}')" 2>/dev/null; then
+  echo "rkube tests: installing the Python client $python_client into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$python_client"
+fi
+export RKUBE_TEST_PYTHON="$PWD/$venv/bin/python"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -261,31 +261,33 @@ impl Discovery {
 }
 
 /// The discovery routes (`/api`, `/apis`, `/api/{version}`,
-/// `/apis/{group}`, `/apis/{group}/{version}`), to merge into the API
-/// server's router.
+/// `/apis/{group}`, `/apis/{group}/{version}`), each also with a trailing
+/// slash as upstream serves them (the Python client asks `/api/v1/`), to
+/// merge into the API server's router.
 pub fn router<S: Clone + Send + Sync + 'static>(discovery: Arc<Discovery>) -> Router<S> {
+    let api = get(|State(d): State<Arc<Discovery>>, uri: Uri, headers: HeaderMap| async move {
+        let authority = request_authority(&uri, &headers);
+        d.api(&headers, authority.as_deref())
+    });
+    let apis = get(|State(d): State<Arc<Discovery>>, headers: HeaderMap| async move { d.apis(&headers) });
+    let core_version =
+        get(|State(d): State<Arc<Discovery>>, Path(version): Path<String>| async move { d.resource_list("", &version) });
+    let group = get(|State(d): State<Arc<Discovery>>, Path(group): Path<String>| async move { d.group(&group) });
+    let group_version =
+        get(|State(d): State<Arc<Discovery>>, Path((group, version)): Path<(String, String)>| async move {
+            d.resource_list(&group, &version)
+        });
     Router::new()
-        .route("/api", get(|State(d): State<Arc<Discovery>>, uri: Uri, headers: HeaderMap| async move {
-            let authority = request_authority(&uri, &headers);
-            d.api(&headers, authority.as_deref())
-        }))
-        .route("/apis", get(|State(d): State<Arc<Discovery>>, headers: HeaderMap| async move { d.apis(&headers) }))
-        .route(
-            "/api/{version}",
-            get(|State(d): State<Arc<Discovery>>, Path(version): Path<String>| async move {
-                d.resource_list("", &version)
-            }),
-        )
-        .route(
-            "/apis/{group}",
-            get(|State(d): State<Arc<Discovery>>, Path(group): Path<String>| async move { d.group(&group) }),
-        )
-        .route(
-            "/apis/{group}/{version}",
-            get(|State(d): State<Arc<Discovery>>, Path((group, version)): Path<(String, String)>| async move {
-                d.resource_list(&group, &version)
-            }),
-        )
+        .route("/api", api.clone())
+        .route("/api/", api)
+        .route("/apis", apis.clone())
+        .route("/apis/", apis)
+        .route("/api/{version}", core_version.clone())
+        .route("/api/{version}/", core_version)
+        .route("/apis/{group}", group.clone())
+        .route("/apis/{group}/", group)
+        .route("/apis/{group}/{version}", group_version.clone())
+        .route("/apis/{group}/{version}/", group_version)
         .with_state(discovery)
 }
 

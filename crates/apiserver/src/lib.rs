@@ -8,6 +8,9 @@
 //! - [`listener`]: the accept loop, HTTP/1.1 + HTTP/2 via hyper-util, and
 //!   graceful shutdown;
 //! - [`router`]: the routes;
+//! - [`filters`]: the in-flight limits (429 beyond them) and the request
+//!   instrumentation every request passes;
+//! - [`metrics`]: `/metrics` in the Prometheus text format;
 //! - [`discovery`]: `/api`, `/apis` and the group and group-version
 //!   discovery documents, generated from the resource registry;
 //! - [`health`]: `/healthz`, `/livez`, `/readyz` in upstream's format;
@@ -34,11 +37,14 @@ use std::time::Duration;
 
 use rkube_store::SharedStore;
 
+pub mod authn;
 pub mod bootstrap;
 pub mod cache;
 pub mod discovery;
+pub mod filters;
 pub mod health;
 pub mod listener;
+pub mod metrics;
 pub mod openapi;
 pub mod rest;
 pub mod router;
@@ -83,6 +89,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Service CIDR, advertise address, event TTL.
     pub cluster: bootstrap::ClusterConfig,
+    /// `--max-requests-inflight` and `--max-mutating-requests-inflight`.
+    pub inflight: filters::InflightLimits,
 }
 
 /// A bound, not yet serving, API server.
@@ -94,6 +102,7 @@ pub struct ApiServer {
     bootstrapped: bool,
     shutdown_grace: Duration,
     hostname: String,
+    filters: std::sync::Arc<filters::Filters>,
 }
 
 impl ApiServer {
@@ -109,6 +118,7 @@ impl ApiServer {
         let hostname = cluster.hostname.clone().unwrap_or_else(bootstrap::hostname);
         let api = std::sync::Arc::new(rest::Api::with_cluster(registry, config.store.clone(), cluster));
         let bootstrapped = bootstrap(&api).await;
+        let filters = std::sync::Arc::new(filters::Filters::new(config.inflight, api.registry().clone()));
         Ok(ApiServer {
             listener,
             health: Health::new(config.store.clone()),
@@ -117,6 +127,7 @@ impl ApiServer {
             bootstrapped,
             shutdown_grace: config.shutdown_grace,
             hostname,
+            filters,
         })
     }
 
@@ -133,7 +144,7 @@ impl ApiServer {
     /// Serves until `shutdown` resolves; then `/readyz` starts failing, the
     /// listener closes and in-flight requests get the grace period to finish.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
-        let ApiServer { listener, health, store, api, bootstrapped, shutdown_grace, hostname } = self;
+        let ApiServer { listener, health, store, api, bootstrapped, shutdown_grace, hostname, filters } = self;
         tracing::info!(component = COMPONENT, address = %listener.local_addr(), "serving HTTPS (HTTP/2 and HTTP/1.1)");
         let retry = (!bootstrapped).then(|| {
             let api = api.clone();
@@ -144,7 +155,7 @@ impl ApiServer {
             })
         });
         let lease = tokio::spawn(bootstrap::run_control_loops(api.clone(), hostname));
-        let app = router::router(router::AppState { store, health: health.clone(), api });
+        let app = router::router(router::AppState { store, health: health.clone(), api, filters });
         let shutdown = async move {
             shutdown.await;
             health.start_shutdown();

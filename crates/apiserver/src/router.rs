@@ -1,6 +1,6 @@
 //! The HTTP routes of the API server.
 //!
-//! `/version`, the health endpoints, discovery, and the resource API
+//! `/version`, `/metrics`, the health endpoints, discovery, and the resource API
 //! ([`crate::rest`]) as the fallback for every other path (a Kubernetes
 //! `Status` 404 for paths that name no resource).
 
@@ -14,6 +14,7 @@ use axum::Router;
 use rkube_apimachinery::version::Info;
 use rkube_store::SharedStore;
 
+use crate::filters::Filters;
 use crate::health::{self, Endpoint, Health};
 use crate::status::StatusError;
 
@@ -26,18 +27,34 @@ pub struct AppState {
     pub health: Health,
     /// The resource API (`/api/v1/...`, `/apis/{group}/{version}/...`).
     pub api: Arc<crate::rest::Api>,
+    /// The in-flight limits and the request metrics.
+    pub filters: Arc<Filters>,
 }
 
-/// Builds the router over `state`.
+/// Builds the router over `state`, every route behind the filters
+/// ([`crate::filters::filter`]: in-flight limits and request metrics).
 pub fn router(state: AppState) -> Router {
+    let filters = state.filters.clone();
     Router::new()
         .route("/version", get(version))
+        .route("/version/", get(version))
         .route("/healthz", get(|s, q| root(s, q, Endpoint::Healthz)))
         .route("/livez", get(|s, q| root(s, q, Endpoint::Livez)))
         .route("/readyz", get(|s, q| root(s, q, Endpoint::Readyz)))
         .route("/healthz/{check}", get(|s, p| single(s, p, Endpoint::Healthz)))
         .route("/livez/{check}", get(|s, p| single(s, p, Endpoint::Livez)))
         .route("/readyz/{check}", get(|s, p| single(s, p, Endpoint::Readyz)))
+        // Everything else requires an authenticated client (crate::authn).
+        .merge(authenticated(&state))
+        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(filters, crate::filters::filter))
+}
+
+/// Discovery, OpenAPI and the resource API: only for authenticated clients.
+fn authenticated(state: &AppState) -> Router<AppState> {
+    Router::new()
+        // Prometheus metrics (upstream: system:monitoring and admins).
+        .route("/metrics", get(metrics))
         // Discovery: /api, /apis, /api/{v}, /apis/{g}, /apis/{g}/{v}.
         .merge(crate::discovery::router(Arc::new(crate::discovery::Discovery::new(state.api.registry()))))
         // OpenAPI: /openapi/v2, /openapi/v3, /openapi/v3/{*key}.
@@ -45,7 +62,13 @@ pub fn router(state: AppState) -> Router {
             rkube_apimachinery::registry::Registry::builtin().resources(),
         ))))
         .fallback(resources)
-        .with_state(state)
+        .layer(axum::middleware::from_fn(crate::authn::deny_anonymous))
+}
+
+/// `GET /metrics`: the Prometheus text exposition ([`crate::metrics`]).
+async fn metrics(State(state): State<AppState>) -> Response {
+    let gauges = state.filters.gauges(state.api.storage_object_counts());
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], state.filters.metrics.render(&gauges)).into_response()
 }
 
 /// `GET /version`: `version.Info` as indented JSON, like upstream's

@@ -116,6 +116,7 @@ async fn start(fx: &Fixture, store: Arc<FakeStore>) -> Running {
         store,
         shutdown_grace: Duration::from_secs(2),
         cluster: Default::default(),
+        inflight: Default::default(),
     })
     .await
     .unwrap();
@@ -274,14 +275,9 @@ async fn version_reports_the_kubernetes_api_level() {
 async fn unknown_paths_get_a_not_found_status() {
     let fx = fixture();
     let server = start(&fx, Arc::default()).await;
-    for path in [
-        "/nope",
-        "/api/v1/nosuchresources",
-        "/apis/nosuch.example.com/v1/things",
-        "/readyz/nosuchcheck",
-        "/livez/shutdown",
-    ] {
-        let r = get(&fx, server.addr, path).await;
+    let admin = ClientOpts { cert: Some((&fx.pki.admin.cert_pem, &fx.pki.admin.key_pem)), ..Default::default() };
+    for path in ["/nope", "/api/v1/nosuchresources", "/apis/nosuch.example.com/v1/things", "/readyz/nosuchcheck", "/livez/shutdown"] {
+        let r = get_with(&fx, server.addr, path, &admin).await.unwrap();
         assert_eq!(r.status, 404, "{path}");
         assert!(r.headers.contains("content-type: application/json"));
         let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
@@ -292,6 +288,25 @@ async fn unknown_paths_get_a_not_found_status() {
                 "details":{},"code":404}),
             "{path}"
         );
+    }
+    server.stop().await;
+}
+
+/// Without a client certificate a request is `system:anonymous`, whom
+/// upstream's default RBAC allows only /version and the health endpoints.
+#[tokio::test]
+async fn anonymous_clients_reach_only_the_public_endpoints() {
+    let fx = fixture();
+    let server = start(&fx, Arc::default()).await;
+    for path in ["/version", "/healthz", "/livez", "/readyz"] {
+        assert_eq!(get(&fx, server.addr, path).await.status, 200, "{path}");
+    }
+    for path in ["/api", "/apis", "/openapi/v3", "/api/v1/namespaces/default/configmaps", "/nope"] {
+        let r = get(&fx, server.addr, path).await;
+        assert_eq!(r.status, 403, "{path}: {}", r.body);
+        let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(v["reason"], "Forbidden", "{path}");
+        assert_eq!(v["message"], format!("forbidden: User \"system:anonymous\" cannot get path \"{path}\""), "{path}");
     }
     server.stop().await;
 }

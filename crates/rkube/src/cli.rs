@@ -96,6 +96,17 @@ pub struct ServerArgs {
     /// How long Events are kept, as a Go duration (e.g. 1h0m0s, 30m, 90s).
     #[arg(long, value_name = "DURATION", default_value = "1h0m0s", value_parser = parse_go_duration, env = "RKUBE_EVENT_TTL")]
     pub event_ttl: std::time::Duration,
+
+    /// Most non-mutating requests in flight at once; beyond it the answer is
+    /// 429 with Retry-After (watches and other long-running requests are
+    /// exempt; 0 means no limit).
+    #[arg(long, value_name = "N", default_value_t = 400, env = "RKUBE_MAX_REQUESTS_INFLIGHT")]
+    pub max_requests_inflight: usize,
+
+    /// Most mutating (POST, PUT, PATCH, DELETE) requests in flight at once;
+    /// beyond it the answer is 429 with Retry-After (0 means no limit).
+    #[arg(long, value_name = "N", default_value_t = 200, env = "RKUBE_MAX_MUTATING_REQUESTS_INFLIGHT")]
+    pub max_mutating_requests_inflight: usize,
 }
 
 /// Parses a Go duration of hours, minutes, seconds and milliseconds
@@ -223,6 +234,15 @@ mod tests {
         for bad in ["", "1d", "h", "10"] {
             assert!(parse_go_duration(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn inflight_limits_default_to_upstreams_and_take_numbers() {
+        let args = parse(&[]).unwrap();
+        assert_eq!((args.max_requests_inflight, args.max_mutating_requests_inflight), (400, 200));
+        let args = parse(&["--max-requests-inflight", "5", "--max-mutating-requests-inflight", "0"]).unwrap();
+        assert_eq!((args.max_requests_inflight, args.max_mutating_requests_inflight), (5, 0));
+        assert!(parse(&["--max-requests-inflight", "-1"]).is_err());
     }
 
     #[test]

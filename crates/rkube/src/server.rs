@@ -217,6 +217,10 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
             advertise_port: args.https_port,
             hostname: None,
         },
+        inflight: rkube_apiserver::filters::InflightLimits {
+            max_read_only: args.max_requests_inflight,
+            max_mutating: args.max_mutating_requests_inflight,
+        },
     })
     .await
     .map_err(explain_bind_error)?;

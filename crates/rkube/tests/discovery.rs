@@ -558,3 +558,25 @@ fn custom_resource_definition_discovery() {
     assert_eq!(crd["namespaced"], false);
     assert_eq!(crd["shortNames"], serde_json::json!(["crd", "crds"]));
 }
+
+/// Upstream serves the discovery documents and /version with a trailing
+/// slash too; the Python client asks for `/api/v1/` and `/apis/apps/`.
+#[test]
+fn discovery_paths_answer_with_a_trailing_slash() {
+    let s = TestServer::start();
+    for (path, kind) in [
+        ("/api/", "APIVersions"),
+        ("/apis/", "APIGroupList"),
+        ("/api/v1/", "APIResourceList"),
+        ("/apis/apps/", "APIGroup"),
+        ("/apis/apps/v1/", "APIResourceList"),
+    ] {
+        let (status, body) = s.get(path);
+        assert_eq!(status, 200, "{path}: {body}");
+        let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(doc["kind"], kind, "{path}");
+    }
+    let (status, body) = s.get("/version/");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&body).unwrap()["minor"], "33");
+}

@@ -147,6 +147,22 @@ impl Api {
         self.stores.get(&(info.group, info.version, info.plural))
     }
 
+    /// `(resource, count)` of every resource whose watch cache holds a
+    /// complete state (`pods`, `deployments.apps`, …): the
+    /// `apiserver_storage_objects` gauge. Caches start on the first list or
+    /// watch of their resource, so resources never read are left out.
+    pub fn storage_object_counts(&self) -> Vec<(String, usize)> {
+        let counts: std::collections::BTreeMap<String, usize> = self
+            .stores
+            .values()
+            .filter_map(|s| {
+                let cache = s.watch_cache().filter(|c| c.status().0)?;
+                Some((s.group_resource().to_string(), cache.len()))
+            })
+            .collect();
+        counts.into_iter().collect()
+    }
+
     /// Creates the system namespaces, loads the Service allocator and
     /// creates or reconciles the objects the API server keeps
     /// ([`crate::bootstrap`]); idempotent, call at start.
