@@ -77,8 +77,22 @@ where
     let mut unknown_fields = Vec::new();
     let typed: T = serde_ignored::deserialize(object, |path| unknown_fields.push(field_path(&path)))
         .map_err(|e| DecodeError(e.to_string()))?;
-    let object = serde_json::to_value(&typed).map_err(|e| DecodeError(e.to_string()))?;
+    let mut object = serde_json::to_value(&typed).map_err(|e| DecodeError(e.to_string()))?;
+    drop_empty_metadata(&mut object);
     Ok(Decoded { object, unknown_fields })
+}
+
+/// Go's `ObjectMeta` marks its maps and lists `omitempty`, so an empty
+/// `labels: {}` or `finalizers: []` does not survive upstream's decoding
+/// (`kubectl diff` patches with `annotations: {}` and expects no change).
+fn drop_empty_metadata(object: &mut Value) {
+    const OMIT_EMPTY: [&str; 5] = ["labels", "annotations", "finalizers", "ownerReferences", "managedFields"];
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.retain(|k, v| {
+            !OMIT_EMPTY.contains(&k.as_str())
+                || !(v.as_object().is_some_and(|m| m.is_empty()) || v.as_array().is_some_and(|a| a.is_empty()))
+        });
+    }
 }
 
 /// Formats a path the way Go's strict JSON decoder does: map keys joined
@@ -126,6 +140,16 @@ mod tests {
         assert_eq!(d.object["spec"]["containers"][0], json!({"name": "c", "image": "nginx"}));
         assert!(d.object["spec"].get("foo").is_none());
         assert_eq!(d.object["metadata"], json!({"name": "p"}));
+    }
+
+    #[test]
+    fn empty_metadata_maps_and_lists_are_omitted() {
+        let cm = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "labels": {}, "annotations": {}, "finalizers": [], "ownerReferences": []}
+        });
+        let d = decode("v1", "ConfigMap", &cm).unwrap().unwrap();
+        assert_eq!(d.object["metadata"], json!({"name": "c"}));
     }
 
     #[test]

@@ -36,6 +36,18 @@ fn set(m: &mut Map<String, Value>, key: &str, value: Value) {
     }
 }
 
+/// `spec.<key>.type` defaults to `RollingUpdate`, also when the strategy
+/// object is there but empty (`kubectl create deployment` sends
+/// `strategy: {}`), as upstream's `if strategy.Type == ""`.
+fn default_strategy_type(spec: &mut Map<String, Value>, key: &str) {
+    set(spec, key, json!({}));
+    if let Some(s) = spec[key].as_object_mut() {
+        if s.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
+            s.insert("type".into(), json!("RollingUpdate"));
+        }
+    }
+}
+
 /// The `PodSpec` defaults of a pod template at `template` (an object with
 /// `spec`).
 pub fn default_template(template: &mut Value) {
@@ -70,7 +82,7 @@ impl Strategy for Workload {
         match self.kind {
             "Deployment" => {
                 set(spec, "replicas", json!(1));
-                set(spec, "strategy", json!({"type": "RollingUpdate"}));
+                default_strategy_type(spec, "strategy");
                 if spec["strategy"]["type"] == "RollingUpdate" {
                     let s = spec["strategy"].as_object_mut().expect("an object");
                     set(s, "rollingUpdate", json!({}));
@@ -86,7 +98,7 @@ impl Strategy for Workload {
             "StatefulSet" => {
                 set(spec, "replicas", json!(1));
                 set(spec, "podManagementPolicy", json!("OrderedReady"));
-                set(spec, "updateStrategy", json!({"type": "RollingUpdate"}));
+                default_strategy_type(spec, "updateStrategy");
                 if spec["updateStrategy"]["type"] == "RollingUpdate" {
                     let s = spec["updateStrategy"].as_object_mut().expect("an object");
                     set(s, "rollingUpdate", json!({}));
@@ -102,7 +114,7 @@ impl Strategy for Workload {
                 );
             }
             "DaemonSet" => {
-                set(spec, "updateStrategy", json!({"type": "RollingUpdate"}));
+                default_strategy_type(spec, "updateStrategy");
                 if spec["updateStrategy"]["type"] == "RollingUpdate" {
                     let s = spec["updateStrategy"].as_object_mut().expect("an object");
                     set(s, "rollingUpdate", json!({}));
@@ -170,6 +182,14 @@ mod tests {
         let mut r = json!({"spec": {"strategy": {"type": "Recreate"}}});
         recreate.default(&mut r);
         assert!(r["spec"]["strategy"].get("rollingUpdate").is_none());
+
+        // `kubectl create deployment` sends `strategy: {}`.
+        let mut e = json!({"spec": {"strategy": {}}});
+        recreate.default(&mut e);
+        assert_eq!(
+            e["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
 
         let j = for_kind("batch", "Job", true).unwrap();
         let mut job = json!({"spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}});
