@@ -158,26 +158,13 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
     let pki = ClusterPki::ensure(&files, &names)
         .with_context(|| format!("cannot set up the cluster PKI in {}", files.dir.display()))?;
 
-    // Kubeconfigs.
-    let server_url = net::local_server_url(args.bind_address, args.https_port);
-    let yaml = pki.admin_kubeconfig(&server_url).to_yaml();
-    let admin_kubeconfig = data_dir.join("admin.kubeconfig");
-    write_kubeconfig(&admin_kubeconfig, &yaml)?;
-    let mut shown_kubeconfig = admin_kubeconfig;
-    if let Some(path) = &args.write_kubeconfig {
-        let path = std::path::absolute(path)
-            .with_context(|| format!("cannot resolve --write-kubeconfig {}", path.display()))?;
-        write_kubeconfig(&path, &yaml).context("check the --write-kubeconfig path")?;
-        shown_kubeconfig = path;
-    }
-
     // Datastore.
     let endpoint = args.datastore_endpoint.clone().unwrap_or_else(|| DatastoreEndpoint::default_for(&data_dir));
     tracing::info!(component = COMPONENT, %endpoint, "opening the datastore");
     let store = rkube_store::open(&endpoint).await.map_err(|e| {
         let hint = match endpoint {
             DatastoreEndpoint::Etcd(_) => {
-                "check that etcd is running and reachable, or choose another --datastore-endpoint"
+                "or choose another --datastore-endpoint"
             }
             DatastoreEndpoint::Sqlite(_) => {
                 "check the path and its permissions, or choose another --datastore-endpoint"
@@ -224,6 +211,20 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
     })
     .await
     .map_err(explain_bind_error)?;
+
+    // Kubeconfigs, written only once this server owns the datastore and
+    // the port, so that a start that fails never repoints them.
+    let server_url = net::local_server_url(args.bind_address, args.https_port);
+    let yaml = pki.admin_kubeconfig(&server_url).to_yaml();
+    let admin_kubeconfig = data_dir.join("admin.kubeconfig");
+    write_kubeconfig(&admin_kubeconfig, &yaml)?;
+    let mut shown_kubeconfig = admin_kubeconfig;
+    if let Some(path) = &args.write_kubeconfig {
+        let path = std::path::absolute(path)
+            .with_context(|| format!("cannot resolve --write-kubeconfig {}", path.display()))?;
+        write_kubeconfig(&path, &yaml).context("check the --write-kubeconfig path")?;
+        shown_kubeconfig = path;
+    }
 
     Ok(Running { server, store, compactor, kubeconfig: shown_kubeconfig })
 }

@@ -186,6 +186,26 @@ fn a_taken_port_is_reported_with_the_flag_to_change() {
     assert!(err.contains("--https-port"), "{err}");
 }
 
+/// Two servers on one data dir would diverge (revisions, watches): the
+/// second refuses to start, names the reason, and leaves the running
+/// server's kubeconfig alone.
+#[test]
+fn a_second_server_on_the_same_data_dir_refuses_to_start() {
+    let first = TestServer::start();
+    let kubeconfig_before = std::fs::read_to_string(first.kubeconfig()).unwrap();
+    let data_dir = first.data_dir().display().to_string();
+    let port = support::free_port().to_string();
+    let out = run_rkube(
+        &["server", "--disable-agent", "--data-dir", &data_dir, "--bind-address", "127.0.0.1", "--https-port", &port],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("in use by another process") && err.contains("--data-dir"), "{err}");
+    assert_eq!(std::fs::read_to_string(first.kubeconfig()).unwrap(), kubeconfig_before);
+    assert_eq!(first.get("/readyz"), (200, "ok".to_string()), "the first server is unaffected");
+}
+
 #[test]
 fn version_flag_names_rkube_and_the_kubernetes_api_level() {
     let out = run_rkube(&["--version"], Duration::from_secs(10));

@@ -146,6 +146,13 @@ fn acknowledged_writes_survive_kill_9() {
             Err(e) => panic!("the child stopped writing early: {e}"),
         }
     }
+    // While the child holds the file, another process cannot open it: two
+    // servers on one data dir would diverge (revision counters, watchers).
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let refused = rt.block_on(SqliteStore::open(&path)).err().expect("a second process must not open a store in use");
+    assert!(refused.to_string().contains("in use by another process"), "{refused}");
+    drop(rt);
+
     // SIGKILL in the middle of the write storm.
     child.0.kill().expect("kill -9 the child");
     let status = child.0.wait().unwrap();

@@ -86,25 +86,56 @@ fn open_files() -> &'static Mutex<HashSet<PathBuf>> {
     OPEN.get_or_init(Default::default)
 }
 
-/// Holds a file's entry in [`open_files`] until dropped.
-struct Registration(PathBuf);
+/// Holds a file's entry in [`open_files`] and an exclusive lock on
+/// `<file>.lock` until dropped, so that neither a second store in this
+/// process nor another process (a second `rkube server` on the same data
+/// dir) can open the file: their revision counters and watchers would
+/// diverge. The OS releases the lock when the process dies, so `kill -9`
+/// never leaves a stale one.
+struct Registration {
+    path: PathBuf,
+    _lock: std::fs::File,
+}
 
 impl Registration {
     fn acquire(path: PathBuf) -> Result<Self> {
         let mut open = open_files().lock().unwrap_or_else(|p| p.into_inner());
-        if !open.insert(path.clone()) {
+        if open.contains(&path) {
             return Err(StoreError::Unavailable(format!(
                 "sqlite store {} is already open in this process; drop the other SqliteStore first",
                 path.display()
             )));
         }
-        Ok(Registration(path))
+        let mut lock_path = path.clone().into_os_string();
+        lock_path.push(".lock");
+        let lock_path = PathBuf::from(lock_path);
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StoreError::Unavailable(format!("cannot open lock file {}: {e}", lock_path.display())))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Unavailable(format!(
+                    "sqlite store {} is in use by another process (it holds {}); only one rkube server may use a data dir: stop the other one or choose another --data-dir",
+                    path.display(),
+                    lock_path.display()
+                )))
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(StoreError::Unavailable(format!("cannot lock {}: {e}", lock_path.display())))
+            }
+        }
+        open.insert(path.clone());
+        Ok(Registration { path, _lock: lock })
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        open_files().lock().unwrap_or_else(|p| p.into_inner()).remove(&self.0);
+        open_files().lock().unwrap_or_else(|p| p.into_inner()).remove(&self.path);
     }
 }
 
