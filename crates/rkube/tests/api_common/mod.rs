@@ -9,11 +9,9 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 
 use crate::support::{TestServer, KUBECTL};
 
@@ -190,20 +188,9 @@ fn raw_request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Result<Reply, String> {
-    let read = |name: &str| std::fs::read(tls_dir.join(name)).map_err(|e| format!("read {name}: {e}"));
-    let ca = CertificateDer::from_pem_slice(&read("ca.crt")?).map_err(|e| e.to_string())?;
-    let cert = CertificateDer::from_pem_slice(&read("admin.crt")?).map_err(|e| e.to_string())?;
-    let key = PrivateKeyDer::from_pem_slice(&read("admin.key")?).map_err(|e| e.to_string())?;
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(ca).map_err(|e| e.to_string())?;
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(vec![cert], key)
-        .map_err(|e| e.to_string())?;
     let name = ServerName::IpAddress(addr.ip().into());
-    let mut conn = rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
+    let mut conn =
+        rustls::ClientConnection::new(crate::support::admin_tls_config(tls_dir)?, name).map_err(|e| e.to_string())?;
     let mut sock = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| e.to_string())?;
     sock.set_read_timeout(Some(Duration::from_secs(20))).map_err(|e| e.to_string())?;
     let mut tls = rustls::Stream::new(&mut conn, &mut sock);

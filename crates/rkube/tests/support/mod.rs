@@ -365,6 +365,12 @@ pub fn run_rkube(args: &[&str], timeout: Duration) -> Output {
 /// A blocking HTTPS GET over HTTP/1.1 to `addr`, trusting `<tls_dir>/ca.crt`
 /// and presenting `<tls_dir>/admin.crt`; `(status, body)`.
 pub fn https_get(addr: SocketAddr, tls_dir: &Path, path: &str) -> Result<(u16, String), String> {
+    https_get_with_headers(addr, tls_dir, path, &[]).map(|r| (r.status, r.body))
+}
+
+/// A rustls client configuration that trusts `<tls_dir>/ca.crt` and
+/// presents the admin certificate `<tls_dir>/admin.crt`.
+pub fn admin_tls_config(tls_dir: &Path) -> Result<Arc<rustls::ClientConfig>, String> {
     let read = |name: &str| std::fs::read(tls_dir.join(name)).map_err(|e| format!("read {name}: {e}"));
     let ca = CertificateDer::from_pem_slice(&read("ca.crt")?).map_err(|e| format!("ca.crt: {e}"))?;
     let cert = CertificateDer::from_pem_slice(&read("admin.crt")?).map_err(|e| format!("admin.crt: {e}"))?;
@@ -377,21 +383,7 @@ pub fn https_get(addr: SocketAddr, tls_dir: &Path, path: &str) -> Result<(u16, S
         .with_root_certificates(roots)
         .with_client_auth_cert(vec![cert], key)
         .map_err(|e| e.to_string())?;
-    let name = ServerName::IpAddress(addr.ip().into());
-    let mut conn = rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
-    let mut sock = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| format!("connect: {e}"))?;
-    sock.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
-    let mut tls = rustls::Stream::new(&mut conn, &mut sock);
-    tls.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
-        .map_err(|e| format!("send: {e}"))?;
-    let mut raw = Vec::new();
-    match tls.read_to_end(&mut raw) {
-        Ok(_) => {}
-        // A peer that closes without close_notify after a complete response is fine.
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
-        Err(e) => return Err(format!("receive: {e}")),
-    }
-    parse_response(&raw)
+    Ok(Arc::new(config))
 }
 
 fn parse_response(raw: &[u8]) -> Result<(u16, String), String> {
@@ -450,20 +442,8 @@ pub fn https_get_with_headers(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Result<HttpResponse, String> {
-    let read = |name: &str| std::fs::read(tls_dir.join(name)).map_err(|e| format!("read {name}: {e}"));
-    let ca = CertificateDer::from_pem_slice(&read("ca.crt")?).map_err(|e| format!("ca.crt: {e}"))?;
-    let cert = CertificateDer::from_pem_slice(&read("admin.crt")?).map_err(|e| format!("admin.crt: {e}"))?;
-    let key = PrivateKeyDer::from_pem_slice(&read("admin.key")?).map_err(|e| format!("admin.key: {e}"))?;
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(ca).map_err(|e| e.to_string())?;
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(vec![cert], key)
-        .map_err(|e| e.to_string())?;
     let name = ServerName::IpAddress(addr.ip().into());
-    let mut conn = rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
+    let mut conn = rustls::ClientConnection::new(admin_tls_config(tls_dir)?, name).map_err(|e| e.to_string())?;
     let mut sock = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| format!("connect: {e}"))?;
     sock.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
     let mut tls = rustls::Stream::new(&mut conn, &mut sock);
