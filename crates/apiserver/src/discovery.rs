@@ -271,7 +271,9 @@ pub fn router<S: Clone + Send + Sync + 'static>(discovery: Arc<Discovery>) -> Ro
     });
     let apis = get(|State(d): State<Arc<Discovery>>, headers: HeaderMap| async move { d.apis(&headers) });
     let core_version =
-        get(|State(d): State<Arc<Discovery>>, Path(version): Path<String>| async move { d.resource_list("", &version) });
+        get(
+            |State(d): State<Arc<Discovery>>, Path(version): Path<String>| async move { d.resource_list("", &version) },
+        );
     let group = get(|State(d): State<Arc<Discovery>>, Path(group): Path<String>| async move { d.group(&group) });
     let group_version =
         get(|State(d): State<Arc<Discovery>>, Path((group, version)): Path<(String, String)>| async move {

@@ -155,10 +155,13 @@ impl ApiServer {
             })
         });
         let lease = tokio::spawn(bootstrap::run_control_loops(api.clone(), hostname));
+        let stopping = api.clone();
         let app = router::router(router::AppState { store, health: health.clone(), api, filters });
         let shutdown = async move {
             shutdown.await;
             health.start_shutdown();
+            // End open watches now so their connections drain at once.
+            stopping.start_shutdown();
         };
         listener.serve(app, shutdown, shutdown_grace).await;
         if let Some(task) = retry {

@@ -30,6 +30,12 @@ use crate::{Error, COMPONENT};
 
 /// How long a client may take to complete the TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first byte of a TLS handshake record (a ClientHello starts with it).
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+/// What Go's `net/http` answers when a connection to an HTTPS server starts
+/// with something other than a TLS handshake record (plain HTTP).
+const HTTP_TO_HTTPS_RESPONSE: &[u8] =
+    b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
 /// How long a client may take to send request headers on HTTP/1.1.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -119,7 +125,13 @@ async fn serve_connection(
     mut closing: watch::Receiver<bool>,
 ) {
     let _ = tcp.set_nodelay(true);
-    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
+    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
+        if !starts_with_tls_handshake(&tcp).await? {
+            reject_plain_http(tcp).await;
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "client sent plain HTTP"));
+        }
+        acceptor.accept(tcp).await
+    });
     let tls = tokio::select! {
         result = handshake => match result {
             Ok(Ok(tls)) => tls,
@@ -163,4 +175,39 @@ async fn serve_connection(
     if let Err(e) = result {
         tracing::debug!(component = COMPONENT, %remote, error = %e, "connection ended with an error");
     }
+}
+
+/// Peeks (without consuming) the connection's first byte: true when it
+/// starts a TLS handshake record, false for anything else (e.g. a plain
+/// HTTP request line). An error when the client closed before sending.
+async fn starts_with_tls_handshake(tcp: &TcpStream) -> std::io::Result<bool> {
+    let mut first = [0u8; 1];
+    if tcp.peek(&mut first).await? == 0 {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed before the TLS handshake"));
+    }
+    Ok(first[0] == TLS_HANDSHAKE_RECORD)
+}
+
+/// Answers a plain-HTTP client on the HTTPS port as Go's `net/http` does
+/// (`HTTP/1.0 400 Bad Request`, "Client sent an HTTP request to an HTTPS
+/// server."), then closes the connection. The request bytes still unread
+/// are drained first (briefly, bounded), because closing a socket with
+/// unread input sends a TCP reset that can discard the answer on the
+/// client's side.
+async fn reject_plain_http(mut tcp: TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if tcp.write_all(HTTP_TO_HTTPS_RESPONSE).await.is_err() || tcp.shutdown().await.is_err() {
+        return;
+    }
+    let drain = async {
+        let mut buf = [0u8; 4096];
+        let mut total = 0usize;
+        while total < 64 * 1024 {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
 }

@@ -271,12 +271,40 @@ async fn version_reports_the_kubernetes_api_level() {
     server.stop().await;
 }
 
+/// Plain HTTP on the HTTPS port gets Go's `net/http` answer (a 400 in
+/// clear text, then close) instead of a raw TLS alert, and TLS clients are
+/// still served afterwards.
+#[tokio::test]
+async fn plain_http_on_the_https_port_gets_a_400_in_clear_text() {
+    let fx = fixture();
+    let server = start(&fx, Arc::default()).await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut reply = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut reply))
+        .await
+        .expect("the server closes the connection")
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(reply).unwrap(),
+        "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+    );
+    assert_eq!(get(&fx, server.addr, "/version").await.status, 200);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn unknown_paths_get_a_not_found_status() {
     let fx = fixture();
     let server = start(&fx, Arc::default()).await;
     let admin = ClientOpts { cert: Some((&fx.pki.admin.cert_pem, &fx.pki.admin.key_pem)), ..Default::default() };
-    for path in ["/nope", "/api/v1/nosuchresources", "/apis/nosuch.example.com/v1/things", "/readyz/nosuchcheck", "/livez/shutdown"] {
+    for path in [
+        "/nope",
+        "/api/v1/nosuchresources",
+        "/apis/nosuch.example.com/v1/things",
+        "/readyz/nosuchcheck",
+        "/livez/shutdown",
+    ] {
         let r = get_with(&fx, server.addr, path, &admin).await.unwrap();
         assert_eq!(r.status, 404, "{path}");
         assert!(r.headers.contains("content-type: application/json"));

@@ -163,9 +163,7 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
     tracing::info!(component = COMPONENT, %endpoint, "opening the datastore");
     let store = rkube_store::open(&endpoint).await.map_err(|e| {
         let hint = match endpoint {
-            DatastoreEndpoint::Etcd(_) => {
-                "or choose another --datastore-endpoint"
-            }
+            DatastoreEndpoint::Etcd(_) => "or choose another --datastore-endpoint",
             DatastoreEndpoint::Sqlite(_) => {
                 "check the path and its permissions, or choose another --datastore-endpoint"
             }

@@ -127,6 +127,66 @@ fn sigterm_and_sigint_shut_down_cleanly_with_status_zero() {
     assert!(server.logs().contains("received SIGINT; shutting down"), "{}", server.logs());
 }
 
+/// Kills (and reaps) the child on drop, so a failing test leaves no kubectl.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An open `kubectl get -w` must not hold shutdown for the grace period:
+/// watch streams end as soon as shutdown begins (as upstream's do), so the
+/// server exits at once rather than after the 5 s grace.
+#[test]
+fn sigterm_ends_open_watches_at_once() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+
+    let mut server = TestServer::start();
+    let out = server.kubectl(&["create", "configmap", "watched", "--from-literal=a=b"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cache = tempfile::tempdir().unwrap();
+    let mut watch = KillOnDrop(
+        Command::new(support::KUBECTL)
+            .arg("--kubeconfig")
+            .arg(server.kubeconfig())
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .args(["get", "cm", "-w"])
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn kubectl get -w"),
+    );
+    // The list has been printed once the configmap's row shows; the watch
+    // request follows right after.
+    let stdout = watch.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("watched") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(20)).expect("kubectl get -w lists the configmap");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(watch.0.try_wait().unwrap(), None, "kubectl get -w is still watching");
+
+    server.signal(libc::SIGTERM);
+    let (status, took) = server.wait_exit(Duration::from_secs(10));
+    let logs = server.logs();
+    assert_eq!(status.code(), Some(0), "{status}\n{logs}");
+    assert!(took < Duration::from_secs(3), "SIGTERM with an open watch took {took:?}\n{logs}");
+    assert!(!logs.contains("still open after"), "{logs}");
+}
+
 #[test]
 fn unknown_paths_answer_404_with_a_status_object() {
     let server = TestServer::start();

@@ -2,13 +2,18 @@
 //! `SetDefaults_Container` and the Priority / DefaultTolerationSeconds
 //! admission defaults), status reset on create, graceful deletion.
 //!
-//! Not yet here (later items): full pod validation, the spec update rules
-//! (`pod updates may not change fields other than ...`), the ServiceAccount
-//! admission defaults.
+//! Validation: `ValidatePodSpec` (the subset in
+//! [`crate::validation::podspec`]) on create and update, and the spec update
+//! rule (`pod updates may not change fields other than ...`).
+//!
+//! Not yet here: the ServiceAccount admission defaults.
 
 use serde_json::{json, Map, Value};
 
 use super::{reset_status, Generic, Strategy};
+use crate::errors::StatusCause;
+use crate::validation::podspec::{validate_pod_spec, validate_pod_spec_update, SpecOf};
+use crate::validation::Path;
 
 /// The strategy of core/v1 Pods.
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,6 +62,17 @@ impl Strategy for Pod {
         reset_status(obj);
         let qos = qos_class(obj);
         obj["status"] = json!({"phase": "Pending", "qosClass": qos});
+    }
+
+    fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
+        validate_pod_spec(&obj["spec"], SpecOf::Pod, &Path::new("spec")).to_causes()
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
+        let path = Path::new("spec");
+        let mut errs = validate_pod_spec(&new["spec"], SpecOf::Pod, &path);
+        errs.extend(validate_pod_spec_update(&new["spec"], &old["spec"], &path));
+        errs.to_causes()
     }
 
     fn has_status_subresource(&self) -> bool {

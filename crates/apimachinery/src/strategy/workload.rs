@@ -7,6 +7,13 @@
 use serde_json::{json, Map, Value};
 
 use super::{generic, Generic, Pod, Strategy};
+use crate::errors::StatusCause;
+use crate::validation::meta::validate_nonnegative;
+use crate::validation::podspec::{go_string_map, validate_pod_spec, SpecOf};
+use crate::validation::{
+    validate_immutable_field, validate_label_selector, validate_labels, BadValue, ErrorList, FieldError,
+    LabelSelectorValidationOptions, Path,
+};
 
 /// The strategy of a workload kind: generic flags plus its defaults.
 #[derive(Clone, Debug)]
@@ -94,7 +101,18 @@ impl Strategy for Workload {
                 set(spec, "revisionHistoryLimit", json!(10));
                 set(spec, "progressDeadlineSeconds", json!(600));
             }
-            "ReplicaSet" | "ReplicationController" => set(spec, "replicas", json!(1)),
+            "ReplicaSet" => set(spec, "replicas", json!(1)),
+            "ReplicationController" => {
+                set(spec, "replicas", json!(1));
+                // `SetDefaults_ReplicationController`: selector and labels
+                // from the template's labels when empty.
+                let labels = spec.get("template").and_then(|t| t.pointer("/metadata/labels")).cloned();
+                if let Some(labels) = labels.filter(|l| l.as_object().is_some_and(|m| !m.is_empty())) {
+                    if spec.get("selector").and_then(Value::as_object).is_none_or(|m| m.is_empty()) {
+                        spec.insert("selector".into(), labels);
+                    }
+                }
+            }
             "StatefulSet" => {
                 set(spec, "replicas", json!(1));
                 set(spec, "podManagementPolicy", json!("OrderedReady"));
@@ -145,6 +163,17 @@ impl Strategy for Workload {
             _ => {}
         }
     }
+    fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
+        validate_workload(self.kind, obj).to_causes()
+    }
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
+        let mut errs = validate_workload(self.kind, new);
+        if matches!(self.kind, "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") {
+            let path = Path::new("spec").child("selector");
+            errs.extend(validate_immutable_field(new.pointer("/spec/selector"), old.pointer("/spec/selector"), &path));
+        }
+        errs.to_causes()
+    }
     fn has_status_subresource(&self) -> bool {
         self.flags.has_status
     }
@@ -157,6 +186,263 @@ impl Strategy for Workload {
     fn default_gc_policy(&self) -> super::GcPolicy {
         self.flags.gc_policy
     }
+}
+
+/// Whether a `metav1.LabelSelector` JSON object selects nothing-specific
+/// (`selector.Empty()`: no matchLabels and no matchExpressions).
+fn selector_is_empty(sel: &Value) -> bool {
+    let n = |k: &str| sel.get(k).and_then(Value::as_object).map_or(0, |m| m.len());
+    let e = sel.get("matchExpressions").and_then(Value::as_array).map_or(0, Vec::len);
+    n("matchLabels") == 0 && e == 0
+}
+
+/// Whether a `metav1.LabelSelector` JSON object matches `labels`.
+pub fn selector_matches(sel: &Value, labels: Option<&Value>) -> bool {
+    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
+        if m.iter().any(|(k, v)| get(k) != v.as_str()) {
+            return false;
+        }
+    }
+    for e in sel.get("matchExpressions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]) {
+        let key = e["key"].as_str().unwrap_or("");
+        let values: Vec<&str> =
+            e["values"].as_array().map(|v| v.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let ok = match e["operator"].as_str().unwrap_or("") {
+            "In" => get(key).is_some_and(|v| values.contains(&v)),
+            "NotIn" => get(key).is_none_or(|v| !values.contains(&v)),
+            "Exists" => get(key).is_some(),
+            "DoesNotExist" => get(key).is_none(),
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// Go's `%#v` of an (empty) `*metav1.LabelSelector`, as upstream prints it.
+fn go_label_selector(sel: &Value) -> String {
+    format!(
+        "&v1.LabelSelector{{MatchLabels:{}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}}",
+        go_string_map(sel.get("matchLabels"))
+    )
+}
+
+/// `ValidatePodTemplateSpec`: template labels and the pod spec.
+fn validate_template(template: &Value, path: &Path) -> ErrorList {
+    let mut errs = validate_labels(template.pointer("/metadata/labels"), &path.child("metadata").child("labels"));
+    errs.extend(validate_pod_spec(&template["spec"], SpecOf::Template, &path.child("spec")));
+    errs
+}
+
+/// Upstream's spec validation of a workload kind (`ValidateDeploymentSpec`,
+/// `ValidateReplicaSetSpec`, `ValidateStatefulSetSpec`, `ValidateDaemonSetSpec`,
+/// `ValidateReplicationControllerSpec`, `ValidateJobSpec`, `ValidateCronJobSpec`):
+/// selector, template labels matching it, replicas, restart policy,
+/// revision history, Deployment strategy.
+pub fn validate_workload(kind: &str, obj: &Value) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let spec = &obj["spec"];
+    let sp = Path::new("spec");
+    let tp = sp.child("template");
+    for f in ["replicas", "revisionHistoryLimit", "minReadySeconds"] {
+        if let Some(v) = spec.get(f).and_then(Value::as_i64) {
+            errs.extend(validate_nonnegative(v, &sp.child(f)));
+        }
+    }
+    match kind {
+        "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" => {
+            let sel = &spec["selector"];
+            if sel.is_null() {
+                errs.push(FieldError::required(&sp.child("selector"), ""));
+            } else {
+                let opts = LabelSelectorValidationOptions::default();
+                errs.extend(validate_label_selector(sel, opts, &sp.child("selector")));
+                if selector_is_empty(sel) {
+                    let what = match kind {
+                        "StatefulSet" => "statefulset",
+                        "DaemonSet" => "daemonset",
+                        _ => "deployment",
+                    };
+                    errs.push(FieldError::invalid(
+                        &sp.child("selector"),
+                        BadValue::Raw(go_label_selector(sel)),
+                        &format!("empty selector is invalid for {what}"),
+                    ));
+                }
+            }
+            let template = &spec["template"];
+            if !template.is_object() {
+                errs.push(FieldError::required(&tp, ""));
+            } else {
+                let labels = template.pointer("/metadata/labels");
+                if sel.is_object() && !selector_is_empty(sel) && !selector_matches(sel, labels) {
+                    errs.push(FieldError::invalid(
+                        &tp.child("metadata").child("labels"),
+                        BadValue::Raw(go_string_map(labels)),
+                        "`selector` does not match template `labels`",
+                    ));
+                }
+                errs.extend(validate_template(template, &tp));
+                let rp = template["spec"]["restartPolicy"].as_str().unwrap_or("");
+                if rp != "Always" {
+                    let p = tp.child("spec").child("restartPolicy");
+                    errs.push(FieldError::not_supported(&p, rp, &["Always"]));
+                }
+                if template["spec"].get("activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
+                    let p = tp.child("spec").child("activeDeadlineSeconds");
+                    let what = if kind == "ReplicaSet" || kind == "Deployment" { "ReplicaSet" } else { kind };
+                    errs.push(FieldError::forbidden(&p, &format!("activeDeadlineSeconds in {what} is not Supported")));
+                }
+            }
+            if kind == "Deployment" {
+                errs.extend(validate_deployment_strategy(&spec["strategy"], &sp.child("strategy")));
+            }
+        }
+        "ReplicationController" => {
+            let sel = spec.get("selector");
+            if sel.and_then(Value::as_object).is_none_or(|m| m.is_empty()) {
+                errs.push(FieldError::required(&sp.child("selector"), ""));
+            } else {
+                errs.extend(validate_labels(sel, &sp.child("selector")));
+            }
+            let template = &spec["template"];
+            if !template.is_object() {
+                errs.push(FieldError::required(&tp, ""));
+            } else {
+                let labels = template.pointer("/metadata/labels");
+                let matches = sel
+                    .and_then(Value::as_object)
+                    .is_some_and(|m| m.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v)));
+                if sel.and_then(Value::as_object).is_some_and(|m| !m.is_empty()) && !matches {
+                    errs.push(FieldError::invalid(
+                        &tp.child("metadata").child("labels"),
+                        BadValue::Raw(go_string_map(labels)),
+                        "`selector` does not match template `labels`",
+                    ));
+                }
+                errs.extend(validate_template(template, &tp));
+                let rp = template["spec"]["restartPolicy"].as_str().unwrap_or("");
+                if rp != "Always" {
+                    errs.push(FieldError::not_supported(&tp.child("spec").child("restartPolicy"), rp, &["Always"]));
+                }
+            }
+        }
+        "Job" => errs.extend(validate_job_spec(spec, &sp)),
+        "CronJob" => {
+            let jp = sp.child("jobTemplate").child("spec");
+            errs.extend(validate_job_spec(&spec["jobTemplate"]["spec"], &jp));
+        }
+        _ => {}
+    }
+    errs
+}
+
+/// The template part of `ValidateJobSpec`: a selector (when set) matching
+/// the template, the pod spec, restart policy `OnFailure` or `Never`.
+fn validate_job_spec(spec: &Value, sp: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for f in ["parallelism", "completions", "backoffLimit"] {
+        if let Some(v) = spec.get(f).and_then(Value::as_i64) {
+            errs.extend(validate_nonnegative(v, &sp.child(f)));
+        }
+    }
+    let tp = sp.child("template");
+    let sel = &spec["selector"];
+    if sel.is_object() {
+        errs.extend(validate_label_selector(sel, LabelSelectorValidationOptions::default(), &sp.child("selector")));
+    }
+    let template = &spec["template"];
+    if !template.is_object() {
+        errs.push(FieldError::required(&tp, ""));
+        return errs;
+    }
+    let labels = template.pointer("/metadata/labels");
+    if sel.is_object() && !selector_is_empty(sel) && !selector_matches(sel, labels) {
+        errs.push(FieldError::invalid(
+            &tp.child("metadata").child("labels"),
+            BadValue::Raw(go_string_map(labels)),
+            "`selector` does not match template `labels`",
+        ));
+    }
+    errs.extend(validate_template(template, &tp));
+    let rp = template["spec"]["restartPolicy"].as_str().unwrap_or("");
+    if rp != "OnFailure" && rp != "Never" {
+        errs.push(FieldError::not_supported(&tp.child("spec").child("restartPolicy"), rp, &["OnFailure", "Never"]));
+    }
+    errs
+}
+
+/// An `IntOrString` as upstream's `getIntOrPercentValue` sees it, with its
+/// Go `%#v` rendering.
+fn int_or_percent(v: &Value) -> (Option<i64>, bool, String) {
+    match v {
+        Value::Number(n) => {
+            let i = n.as_i64();
+            (i, false, format!("intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}", i.unwrap_or(0)))
+        }
+        Value::String(s) => {
+            let pct = s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok());
+            (pct, true, format!("intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}", crate::validation::go_quote(s)))
+        }
+        _ => (Some(0), false, "intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}".to_string()),
+    }
+}
+
+/// `ValidateDeploymentStrategy` / `ValidateRollingUpdateDeployment`.
+fn validate_deployment_strategy(strategy: &Value, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    match strategy["type"].as_str().unwrap_or("") {
+        "Recreate" => {
+            if strategy.get("rollingUpdate").is_some_and(|v| !v.is_null()) {
+                errs.push(FieldError::forbidden(
+                    &path.child("rollingUpdate"),
+                    "may not be specified when strategy `type` is 'Recreate'",
+                ));
+            }
+        }
+        "RollingUpdate" => {
+            let ru = &strategy["rollingUpdate"];
+            let rp = path.child("rollingUpdate");
+            let (unavail, unavail_pct, unavail_go) = int_or_percent(&ru["maxUnavailable"]);
+            let (surge, _, _) = int_or_percent(&ru["maxSurge"]);
+            for (f, v) in [("maxUnavailable", &ru["maxUnavailable"]), ("maxSurge", &ru["maxSurge"])] {
+                let (n, pct, go) = int_or_percent(v);
+                if n.is_some_and(|n| n < 0) {
+                    errs.push(FieldError::invalid(
+                        &rp.child(f),
+                        BadValue::Raw(go),
+                        "must be greater than or equal to 0",
+                    ));
+                } else if n.is_none() && pct {
+                    errs.push(FieldError::invalid(
+                        &rp.child(f),
+                        BadValue::Raw(go),
+                        "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                    ));
+                }
+            }
+            if unavail == Some(0) && surge == Some(0) {
+                errs.push(FieldError::invalid(
+                    &rp.child("maxUnavailable"),
+                    BadValue::Raw(unavail_go.clone()),
+                    "may not be 0 when `maxSurge` is 0",
+                ));
+            }
+            if unavail_pct && unavail.is_some_and(|p| p > 100) {
+                errs.push(FieldError::invalid(
+                    &rp.child("maxUnavailable"),
+                    BadValue::Raw(unavail_go),
+                    "must not be greater than 100%",
+                ));
+            }
+        }
+        "" => errs.push(FieldError::required(&path.child("type"), "")),
+        other => errs.push(FieldError::not_supported(&path.child("type"), other, &["Recreate", "RollingUpdate"])),
+    }
+    errs
 }
 
 #[cfg(test)]
@@ -198,5 +484,99 @@ mod tests {
         assert_eq!(job["spec"]["backoffLimit"], 6);
         assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
         assert!(for_kind("apps", "ControllerRevision", false).is_none());
+    }
+}
+
+#[cfg(test)]
+mod validation_tests {
+    use super::*;
+
+    fn deployment() -> Value {
+        json!({"spec": {"selector": {"matchLabels": {"app": "x"}},
+            "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    }
+
+    fn msgs(kind: &str, mut obj: Value) -> Vec<String> {
+        let group = if kind == "Job" || kind == "CronJob" { "batch" } else { "apps" };
+        let w = for_kind(group, kind, true).unwrap();
+        w.default(&mut obj);
+        w.validate_create(&obj).iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+    }
+
+    #[test]
+    fn valid_deployment_passes() {
+        assert!(msgs("Deployment", deployment()).is_empty());
+    }
+
+    #[test]
+    fn selector_must_match_template_labels() {
+        let mut d = deployment();
+        d["spec"]["template"]["metadata"]["labels"] = json!({"app": "y"});
+        assert_eq!(
+            msgs("Deployment", d),
+            ["spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"y\"}: `selector` does not match template `labels`"]
+        );
+    }
+
+    #[test]
+    fn selector_required_and_non_empty() {
+        let mut d = deployment();
+        d["spec"].as_object_mut().unwrap().remove("selector");
+        assert_eq!(msgs("Deployment", d), ["spec.selector: Required value"]);
+        let mut e = deployment();
+        e["spec"]["selector"] = json!({});
+        assert!(msgs("ReplicaSet", e)[0].ends_with("empty selector is invalid for deployment"));
+    }
+
+    #[test]
+    fn replicas_restart_policy_history_and_strategy() {
+        let mut d = deployment();
+        d["spec"]["replicas"] = json!(-1);
+        d["spec"]["revisionHistoryLimit"] = json!(-2);
+        d["spec"]["template"]["spec"]["restartPolicy"] = json!("Never");
+        d["spec"]["strategy"] =
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}});
+        assert_eq!(
+            msgs("Deployment", d),
+            [
+                "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+                "spec.revisionHistoryLimit: Invalid value: -2: must be greater than or equal to 0",
+                "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+                "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"0%\"}: may not be 0 when `maxSurge` is 0",
+            ]
+        );
+    }
+
+    #[test]
+    fn pod_spec_is_validated_in_templates() {
+        let mut d = deployment();
+        d["spec"]["template"]["spec"]["containers"] = json!([]);
+        assert_eq!(msgs("StatefulSet", d), ["spec.template.spec.containers: Required value"]);
+    }
+
+    #[test]
+    fn jobs_need_on_failure_or_never() {
+        let job = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+        assert_eq!(
+            msgs("Job", job.clone()),
+            ["spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""]
+        );
+        let mut ok = job;
+        ok["spec"]["template"]["spec"]["restartPolicy"] = json!("Never");
+        assert!(msgs("Job", ok).is_empty());
+    }
+
+    #[test]
+    fn selector_is_immutable() {
+        let w = for_kind("apps", "Deployment", true).unwrap();
+        let mut old = deployment();
+        w.default(&mut old);
+        let mut new = old.clone();
+        new["spec"]["selector"] = json!({"matchLabels": {"app": "x", "tier": "web"}});
+        new["spec"]["template"]["metadata"]["labels"]["tier"] = json!("web");
+        let causes = w.validate_update(&new, &old);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].field, "spec.selector");
+        assert!(causes[0].message.ends_with("field is immutable"));
     }
 }

@@ -29,6 +29,7 @@
 pub mod field;
 pub mod meta;
 pub mod names;
+pub mod podspec;
 
 pub use field::{go_quote, go_string_slice, BadValue, ErrorList, ErrorType, FieldError, Path};
 pub use meta::{

@@ -95,6 +95,9 @@ pub struct Api {
     namespaces: Arc<ResourceStore>,
     cluster: ClusterConfig,
     services: Option<Arc<ServiceAllocator>>,
+    /// Flips to `true` when graceful shutdown begins; long-running
+    /// responses (watches) subscribe and end at once.
+    shutdown: tokio::sync::watch::Sender<bool>,
 }
 
 impl Api {
@@ -123,7 +126,29 @@ impl Api {
         if let Some(events) = stores.get(&("", "v1", "events")) {
             events.set_ttl(cluster.event_ttl);
         }
-        Api { registry, stores, lifecycle: NamespaceLifecycle::new(namespaces.clone()), namespaces, cluster, services }
+        Api {
+            registry,
+            stores,
+            lifecycle: NamespaceLifecycle::new(namespaces.clone()),
+            namespaces,
+            cluster,
+            services,
+            shutdown: tokio::sync::watch::channel(false).0,
+        }
+    }
+
+    /// Signals that graceful shutdown has begun: every open watch stream
+    /// ends now (as upstream's watch handlers do on the server's stop
+    /// channel), so clients reconnect elsewhere and the server need not
+    /// wait out its grace period for them.
+    pub fn start_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// A receiver of the shutdown signal ([`Api::start_shutdown`]); its
+    /// value is `true` once shutdown has begun.
+    pub fn shutdown_signal(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.shutdown.subscribe()
     }
 
     /// The cluster settings.

@@ -4,8 +4,9 @@
 //! the Table Accept header each object is a one-row Table, only the first
 //! carrying the column definitions. The stream ends after
 //! `timeoutSeconds` (default: a random 30–60 minutes, as upstream's
-//! `--min-request-timeout` rule), after an ERROR event, or when the client
-//! goes away.
+//! `--min-request-timeout` rule), after an ERROR event, when the client
+//! goes away, or as soon as the server starts shutting down
+//! ([`super::Api::start_shutdown`]).
 
 use std::time::Duration;
 
@@ -48,6 +49,7 @@ pub async fn handle(ctx: &Ctx<'_>) -> Result<Response, ApiError> {
         info: ctx.info.clone(),
         first: true,
         done: false,
+        shutdown: ctx.api.shutdown_signal(),
     };
     let body = Body::from_stream(futures::stream::unfold(stream, |mut s| async move {
         s.next().await.map(|chunk| (Ok::<Bytes, std::convert::Infallible>(chunk), s))
@@ -69,6 +71,8 @@ struct EventStream {
     info: ResourceInfo,
     first: bool,
     done: bool,
+    /// `true` once server shutdown has begun: the stream then ends.
+    shutdown: tokio::sync::watch::Receiver<bool>,
 }
 
 impl EventStream {
@@ -80,6 +84,8 @@ impl EventStream {
         let event = tokio::select! {
             e = self.events.recv() => e?,
             _ = tokio::time::sleep_until(self.deadline) => return None,
+            // An `Err` (the Api was dropped) disables this branch only.
+            Ok(_) = self.shutdown.wait_for(|stopping| *stopping) => return None,
         };
         if event.kind == EventType::Error {
             self.done = true;
