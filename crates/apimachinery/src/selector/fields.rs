@@ -522,7 +522,14 @@ pub fn field_set(kind: &str, group: &str, obj: &Value) -> FieldSet {
             f.insert("spec.clusterIP", s(obj, &["spec", "clusterIP"]));
             f.insert("spec.type", s(obj, &["spec", "type"]));
         }
-        ("", "Event") => {
+        ("", "Event") | ("events.k8s.io", "Event") => {
+            // events.k8s.io names the same fields differently; both views
+            // answer to the core field labels.
+            let (regarding, reporting, source) = if group.is_empty() {
+                ("involvedObject", "reportingComponent", "source")
+            } else {
+                ("regarding", "reportingController", "deprecatedSource")
+            };
             for (k, j) in [
                 ("involvedObject.kind", "kind"),
                 ("involvedObject.namespace", "namespace"),
@@ -532,33 +539,11 @@ pub fn field_set(kind: &str, group: &str, obj: &Value) -> FieldSet {
                 ("involvedObject.resourceVersion", "resourceVersion"),
                 ("involvedObject.fieldPath", "fieldPath"),
             ] {
-                f.insert(k, s(obj, &["involvedObject", j]));
+                f.insert(k, s(obj, &[regarding, j]));
             }
             f.insert("reason", s(obj, &["reason"]));
-            let reporting = s(obj, &["reportingComponent"]);
-            let mut source = s(obj, &["source", "component"]);
-            if source.is_empty() {
-                source = reporting.clone();
-            }
-            f.insert("reportingComponent", reporting);
-            f.insert("source", source);
-            f.insert("type", s(obj, &["type"]));
-        }
-        ("events.k8s.io", "Event") => {
-            for (k, j) in [
-                ("involvedObject.kind", "kind"),
-                ("involvedObject.namespace", "namespace"),
-                ("involvedObject.name", "name"),
-                ("involvedObject.uid", "uid"),
-                ("involvedObject.apiVersion", "apiVersion"),
-                ("involvedObject.resourceVersion", "resourceVersion"),
-                ("involvedObject.fieldPath", "fieldPath"),
-            ] {
-                f.insert(k, s(obj, &["regarding", j]));
-            }
-            f.insert("reason", s(obj, &["reason"]));
-            let reporting = s(obj, &["reportingController"]);
-            let mut source = s(obj, &["deprecatedSource", "component"]);
+            let reporting = s(obj, &[reporting]);
+            let mut source = s(obj, &[source, "component"]);
             if source.is_empty() {
                 source = reporting.clone();
             }

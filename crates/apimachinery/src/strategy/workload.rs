@@ -274,28 +274,13 @@ pub fn validate_workload(kind: &str, obj: &Value) -> ErrorList {
                 }
             }
             let template = &spec["template"];
-            if !template.is_object() {
-                errs.push(FieldError::required(&tp, ""));
-            } else {
-                let labels = template.pointer("/metadata/labels");
-                if sel.is_object() && !selector_is_empty(sel) && !selector_matches(sel, labels) {
-                    errs.push(FieldError::invalid(
-                        &tp.child("metadata").child("labels"),
-                        BadValue::Raw(go_string_map(labels)),
-                        "`selector` does not match template `labels`",
-                    ));
-                }
-                errs.extend(validate_template(template, &tp));
-                let rp = template["spec"]["restartPolicy"].as_str().unwrap_or("");
-                if rp != "Always" {
-                    let p = tp.child("spec").child("restartPolicy");
-                    errs.push(FieldError::not_supported(&p, rp, &["Always"]));
-                }
-                if template["spec"].get("activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
-                    let p = tp.child("spec").child("activeDeadlineSeconds");
-                    let what = if kind == "ReplicaSet" || kind == "Deployment" { "ReplicaSet" } else { kind };
-                    errs.push(FieldError::forbidden(&p, &format!("activeDeadlineSeconds in {what} is not Supported")));
-                }
+            let matches =
+                |labels: Option<&Value>| !sel.is_object() || selector_is_empty(sel) || selector_matches(sel, labels);
+            errs.extend(validate_template_for(template, &tp, matches, &["Always"]));
+            if template["spec"].get("activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
+                let p = tp.child("spec").child("activeDeadlineSeconds");
+                let what = if kind == "ReplicaSet" || kind == "Deployment" { "ReplicaSet" } else { kind };
+                errs.push(FieldError::forbidden(&p, &format!("activeDeadlineSeconds in {what} is not Supported")));
             }
             if kind == "Deployment" {
                 errs.extend(validate_deployment_strategy(&spec["strategy"], &sp.child("strategy")));
@@ -308,27 +293,11 @@ pub fn validate_workload(kind: &str, obj: &Value) -> ErrorList {
             } else {
                 errs.extend(validate_labels(sel, &sp.child("selector")));
             }
-            let template = &spec["template"];
-            if !template.is_object() {
-                errs.push(FieldError::required(&tp, ""));
-            } else {
-                let labels = template.pointer("/metadata/labels");
-                let matches = sel
-                    .and_then(Value::as_object)
-                    .is_some_and(|m| m.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v)));
-                if sel.and_then(Value::as_object).is_some_and(|m| !m.is_empty()) && !matches {
-                    errs.push(FieldError::invalid(
-                        &tp.child("metadata").child("labels"),
-                        BadValue::Raw(go_string_map(labels)),
-                        "`selector` does not match template `labels`",
-                    ));
-                }
-                errs.extend(validate_template(template, &tp));
-                let rp = template["spec"]["restartPolicy"].as_str().unwrap_or("");
-                if rp != "Always" {
-                    errs.push(FieldError::not_supported(&tp.child("spec").child("restartPolicy"), rp, &["Always"]));
-                }
-            }
+            let matches = |labels: Option<&Value>| match sel.and_then(Value::as_object) {
+                Some(m) if !m.is_empty() => m.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v)),
+                _ => true,
+            };
+            errs.extend(validate_template_for(&spec["template"], &tp, matches, &["Always"]));
         }
         "Job" => errs.extend(validate_job_spec(spec, &sp)),
         "CronJob" => {
@@ -354,23 +323,37 @@ fn validate_job_spec(spec: &Value, sp: &Path) -> ErrorList {
     if sel.is_object() {
         errs.extend(validate_label_selector(sel, LabelSelectorValidationOptions::default(), &sp.child("selector")));
     }
-    let template = &spec["template"];
+    let matches = |labels: Option<&Value>| !sel.is_object() || selector_is_empty(sel) || selector_matches(sel, labels);
+    errs.extend(validate_template_for(&spec["template"], &tp, matches, &["OnFailure", "Never"]));
+    errs
+}
+
+/// The template checks every workload shares: the template is required, its
+/// labels must satisfy the selector (`matches` gets `metadata.labels`), its
+/// pod spec must be valid, and its restart policy must be one of `restart`.
+fn validate_template_for(
+    template: &Value,
+    tp: &Path,
+    matches: impl Fn(Option<&Value>) -> bool,
+    restart: &[&str],
+) -> ErrorList {
+    let mut errs = ErrorList::new();
     if !template.is_object() {
-        errs.push(FieldError::required(&tp, ""));
+        errs.push(FieldError::required(tp, ""));
         return errs;
     }
     let labels = template.pointer("/metadata/labels");
-    if sel.is_object() && !selector_is_empty(sel) && !selector_matches(sel, labels) {
+    if !matches(labels) {
         errs.push(FieldError::invalid(
             &tp.child("metadata").child("labels"),
             BadValue::Raw(go_string_map(labels)),
             "`selector` does not match template `labels`",
         ));
     }
-    errs.extend(validate_template(template, &tp));
+    errs.extend(validate_template(template, tp));
     let rp = template["spec"]["restartPolicy"].as_str().unwrap_or("");
-    if rp != "OnFailure" && rp != "Never" {
-        errs.push(FieldError::not_supported(&tp.child("spec").child("restartPolicy"), rp, &["OnFailure", "Never"]));
+    if !restart.contains(&rp) {
+        errs.push(FieldError::not_supported(&tp.child("spec").child("restartPolicy"), rp, restart));
     }
     errs
 }
