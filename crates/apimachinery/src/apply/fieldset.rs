@@ -301,18 +301,26 @@ impl Schema {
         let Some(ty) = self.ty else { return (Schema::default(), ListType::Atomic) };
         let Some(fi) = ty.field(name) else { return (Schema::default(), ListType::Atomic) };
         let schema = Schema { ty: fi.value_type(), map_values: fi.shape == FieldShape::Map };
-        let list = if fi.shape == FieldShape::List && fi.strategy.is_merge() {
-            let overridden = LIST_MAP_KEY_OVERRIDES.iter().find(|(t, f, _)| *t == ty.name && *f == name);
-            match (overridden, fi.merge_key.as_ref()) {
-                (Some((_, _, keys)), _) => ListType::Map(keys),
-                (None, Some(key)) => ListType::Map(std::slice::from_ref(key)),
-                (None, None) => ListType::Set,
-            }
-        } else {
-            ListType::Atomic
-        };
-        (schema, list)
+        (schema, list_type(ty.name, fi).unwrap_or(ListType::Atomic))
     }
+}
+
+/// The list type of the field `fi` of the definition `type_name`, when the
+/// patch metadata determines one: a `merge` list is a map keyed by its merge
+/// key (or by the keys of [`LIST_MAP_KEY_OVERRIDES`]), or a set without a
+/// key. `None` for other fields (untagged lists, which upstream treats as
+/// atomic). The OpenAPI documents publish the same facts as
+/// `x-kubernetes-list-type` / `x-kubernetes-list-map-keys`.
+pub fn list_type(type_name: &str, fi: &'static metadata::FieldInfo) -> Option<ListType> {
+    if fi.shape != FieldShape::List || !fi.strategy.is_merge() {
+        return None;
+    }
+    let overridden = LIST_MAP_KEY_OVERRIDES.iter().find(|(t, f, _)| *t == type_name && *f == fi.name);
+    Some(match (overridden, fi.merge_key.as_ref()) {
+        (Some((_, _, keys)), _) => ListType::Map(keys),
+        (None, Some(key)) => ListType::Map(std::slice::from_ref(key)),
+        (None, None) => ListType::Set,
+    })
 }
 
 /// The default of a list-map key field missing from an item.

@@ -18,11 +18,14 @@
 //! [`crate::patch::metadata`] (the same facts the server's strategic merge
 //! patch uses), keyed by definition name and field.
 //!
-//! INTEGRATION POINT (list/map types): `x-kubernetes-list-type`,
-//! `-list-map-keys` and `-map-type` are not emitted yet: no table of the
-//! `+listType`/`+listMapKey`/`+mapType` markers exists. Server-side apply's
-//! field ownership needs the same facts; whoever adds that table should
-//! fill those fields of [`FieldExtensions`] here.
+//! `x-kubernetes-list-type` and `-list-map-keys` come from the same facts
+//! that server-side apply uses to name list items
+//! ([`crate::apply::fieldset::list_type`]): `merge` lists are `map` lists
+//! keyed by their merge key (or upstream's explicit keys), or `set`s. The
+//! explicit markers upstream puts on other lists (`atomic` lists, granular
+//! or atomic maps) have no table here and are not emitted.
+
+use crate::apply::fieldset::ListType;
 
 /// The extensions of one field of one definition.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,9 +47,16 @@ pub struct FieldExtensions {
 /// `io.k8s.api.core.v1.PodSpec`, `containers`), if it has any.
 pub fn field_extensions(definition: &str, field: &str) -> Option<FieldExtensions> {
     let info = crate::patch::metadata::field_info(definition, field)?;
+    let (list_type, list_map_keys) = match crate::apply::fieldset::list_type(definition, info) {
+        Some(ListType::Map(keys)) => (Some("map"), Some(keys)),
+        Some(ListType::Set) => (Some("set"), None),
+        Some(ListType::Atomic) | None => (None, None),
+    };
     let ext = FieldExtensions {
         patch_strategy: info.strategy.extension_value(),
         patch_merge_key: info.merge_key,
+        list_type,
+        list_map_keys,
         ..FieldExtensions::default()
     };
     (ext != FieldExtensions::default()).then_some(ext)
@@ -66,8 +76,17 @@ mod tests {
     fn patch_extensions_come_from_the_patch_metadata_table() {
         let c = field_extensions("io.k8s.api.core.v1.PodSpec", "containers").unwrap();
         assert_eq!((c.patch_strategy, c.patch_merge_key), (Some("merge"), Some("name")));
+        assert_eq!((c.list_type, c.list_map_keys), (Some("map"), Some(&["name"][..])));
         let v = field_extensions("io.k8s.api.core.v1.PodSpec", "volumes").unwrap();
         assert_eq!(v.patch_strategy, Some("merge,retainKeys"));
+        // Upstream keys container ports by port and protocol, not by the merge key alone.
+        let p = field_extensions("io.k8s.api.core.v1.Container", "ports").unwrap();
+        assert_eq!(
+            (p.patch_merge_key, p.list_map_keys),
+            (Some("containerPort"), Some(&["containerPort", "protocol"][..]))
+        );
+        let f = field_extensions("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers").unwrap();
+        assert_eq!((f.list_type, f.list_map_keys), (Some("set"), None));
         let o = field_extensions("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "ownerReferences").unwrap();
         assert_eq!((o.patch_strategy, o.patch_merge_key), (Some("merge"), Some("uid")));
         // A field that only leads to metadata further down has none itself.
