@@ -4,6 +4,7 @@
 //! patches and Table printing.
 
 pub mod apply;
+mod builtin_kinds;
 pub mod errors;
 pub mod meta;
 pub mod openapi;

@@ -21,7 +21,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 mod duplicates;
-mod kinds;
 
 pub use duplicates::duplicate_fields;
 
@@ -59,10 +58,18 @@ pub fn decode(api_version: &str, kind: &str, object: &Value) -> Option<Result<De
 
 fn table() -> &'static HashMap<(&'static str, &'static str), DecodeFn> {
     static TABLE: OnceLock<HashMap<(&'static str, &'static str), DecodeFn>> = OnceLock::new();
-    TABLE.get_or_init(|| kinds::all().into_iter().collect())
+    TABLE.get_or_init(|| all_kinds().into_iter().collect())
 }
 
 /// The table entry of one struct.
+/// Every struct-backed kind, keyed by `(apiVersion, kind)`.
+fn all_kinds() -> Vec<((&'static str, &'static str), DecodeFn)> {
+    macro_rules! entries {
+        ($($t:ty),* $(,)?) => { vec![$(entry::<$t>()),*] };
+    }
+    crate::builtin_kinds::builtin_kinds!(entries)
+}
+
 fn entry<T>() -> ((&'static str, &'static str), DecodeFn)
 where
     T: Resource + DeserializeOwned + Serialize,
