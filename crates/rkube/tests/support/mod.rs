@@ -23,7 +23,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::pem::PemObject;
@@ -291,45 +291,13 @@ fn kill_group(pgid: u32, signal: i32) {
     }
 }
 
-type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
-
-/// Spawns `cmd` (stdin from /dev/null) as the leader of a new process group,
-/// from one long-lived thread that asks the kernel to SIGKILL the child when
-/// that thread (i.e. the test binary) dies: `PR_SET_PDEATHSIG` fires when
-/// the forking *thread* exits, so short-lived test threads must not fork.
+/// Spawns `cmd` (stdin from /dev/null) as the leader of a new process
+/// group, SIGKILLed by the kernel if the test binary dies
+/// ([`etcd::spawn_tied_to_this_process`]).
 fn spawn_in_own_group(mut cmd: Command) -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0).stdin(Stdio::null());
-    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<SpawnRequest>();
-        std::thread::Builder::new()
-            .name("rkube-spawner".into())
-            .spawn(move || {
-                for (mut cmd, reply) in rx {
-                    // SAFETY: prctl is async-signal-safe and touches no
-                    // memory of the parent.
-                    unsafe {
-                        cmd.pre_exec(|| {
-                            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                                return Err(std::io::Error::last_os_error());
-                            }
-                            Ok(())
-                        });
-                    }
-                    let _ = reply.send(cmd.spawn());
-                }
-            })
-            .expect("spawn the rkube-spawner thread");
-        Mutex::new(tx)
-    });
-    let (reply_tx, reply_rx) = mpsc::channel();
-    spawner
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .send((cmd, reply_tx))
-        .map_err(|_| std::io::Error::other("the rkube-spawner thread is gone"))?;
-    reply_rx.recv().map_err(|_| std::io::Error::other("the rkube-spawner thread is gone"))?
+    etcd::spawn_tied_to_this_process(cmd)
 }
 
 /// Runs `rkube <args>` to completion (killing it after `timeout`) and

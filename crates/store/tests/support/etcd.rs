@@ -264,13 +264,14 @@ type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
 /// SIGKILL its children when it exits (`PR_SET_PDEATHSIG` fires when the
 /// *thread* that forked dies, so short-lived test threads must not fork).
 /// That thread lives as long as the test binary, so an etcd never outlives
-/// a test run that is killed before its `Drop` runs.
-fn spawn_tied_to_this_process(cmd: Command) -> std::io::Result<Child> {
+/// a test run that is killed before its `Drop` runs. rkube's own test
+/// harness spawns its servers through here too.
+pub fn spawn_tied_to_this_process(cmd: Command) -> std::io::Result<Child> {
     static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<SpawnRequest>();
         std::thread::Builder::new()
-            .name("etcd-spawner".into())
+            .name("child-spawner".into())
             .spawn(move || {
                 for (mut cmd, reply) in rx {
                     use std::os::unix::process::CommandExt;
@@ -287,7 +288,7 @@ fn spawn_tied_to_this_process(cmd: Command) -> std::io::Result<Child> {
                     let _ = reply.send(cmd.spawn());
                 }
             })
-            .expect("spawn the etcd-spawner thread");
+            .expect("spawn the child-spawner thread");
         Mutex::new(tx)
     });
     let (reply_tx, reply_rx) = mpsc::channel();
@@ -295,6 +296,6 @@ fn spawn_tied_to_this_process(cmd: Command) -> std::io::Result<Child> {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .send((cmd, reply_tx))
-        .map_err(|_| std::io::Error::other("the etcd-spawner thread is gone"))?;
-    reply_rx.recv().map_err(|_| std::io::Error::other("the etcd-spawner thread is gone"))?
+        .map_err(|_| std::io::Error::other("the child-spawner thread is gone"))?;
+    reply_rx.recv().map_err(|_| std::io::Error::other("the child-spawner thread is gone"))?
 }
