@@ -132,11 +132,17 @@ pub enum ApiError {
     Generic { code: u16, reason: &'static str, message: String },
 }
 
+/// The message of upstream's `ErrorList.ToAggregate()`: each distinct
+/// error once, in order; one error alone, several in brackets. (The
+/// `causes` of the Status keep every error, duplicates included.)
 fn join_causes(causes: &[StatusCause]) -> String {
-    let parts: Vec<String> = causes
-        .iter()
-        .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
-        .collect();
+    let mut parts: Vec<String> = Vec::with_capacity(causes.len());
+    for c in causes {
+        let part = if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) };
+        if !parts.contains(&part) {
+            parts.push(part);
+        }
+    }
     if parts.len() == 1 {
         parts[0].clone()
     } else {
@@ -278,6 +284,23 @@ mod tests {
             "Operation cannot be fulfilled on deployments.apps \"web\": the object has been modified; please apply your changes to the latest version and try again"
         );
         assert_eq!(e.code(), 409);
+    }
+
+    #[test]
+    fn invalid_message_names_each_distinct_error_once_but_causes_keep_all() {
+        let cause = |field: &str| StatusCause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value".into(),
+            field: field.into(),
+        };
+        let e = ApiError::Invalid {
+            group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: "r".into(),
+            causes: vec![cause("rules[0].verbs"), cause("rules[0].verbs")],
+        };
+        assert_eq!(e.to_string(), "Role.rbac.authorization.k8s.io \"r\" is invalid: rules[0].verbs: Required value");
+        assert_eq!(e.to_status()["details"]["causes"].as_array().unwrap().len(), 2);
     }
 
     #[test]

@@ -23,11 +23,21 @@ use crate::validation::NameValidation;
 
 mod autoscaling;
 mod configmap;
+mod coordination;
+mod crd;
 mod generic;
+mod limitrange;
 mod namespace;
+mod networking;
 mod pod;
+mod policy;
+mod quota;
+mod rbac;
+mod scheduling;
 mod secret;
 pub mod service;
+mod storage;
+mod volumes;
 pub mod workload;
 
 pub use generic::Generic;
@@ -169,6 +179,22 @@ pub fn for_kind(group: &str, kind: &str, has_status_subresource: bool) -> Box<dy
         ("", "ConfigMap") => Box::new(configmap::ConfigMap),
         ("", "Secret") => Box::new(secret::Secret),
         ("", "Service") => Box::new(Service::new()),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => Box::new(crd::CustomResourceDefinition::new()),
+        ("rbac.authorization.k8s.io", k @ ("Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding")) => {
+            Box::new(rbac::Rbac::for_kind(k).expect("an RBAC kind"))
+        }
+        ("networking.k8s.io", k @ ("Ingress" | "IngressClass" | "NetworkPolicy")) => {
+            Box::new(networking::Networking::for_kind(k, has_status_subresource).expect("a networking kind"))
+        }
+        ("", k @ ("PersistentVolumeClaim" | "PersistentVolume")) => {
+            Box::new(volumes::Volumes::for_kind(k).expect("a volume kind"))
+        }
+        ("", "LimitRange") => Box::new(limitrange::LimitRange::new()),
+        ("", "ResourceQuota") => Box::new(quota::ResourceQuota::new()),
+        ("policy", "PodDisruptionBudget") => Box::new(policy::PodDisruptionBudget::new()),
+        ("storage.k8s.io", "StorageClass") => Box::new(storage::StorageClass::new()),
+        ("scheduling.k8s.io", "PriorityClass") => Box::new(scheduling::PriorityClass::new()),
+        ("coordination.k8s.io", "Lease") => Box::new(coordination::Lease::new()),
         ("autoscaling", "HorizontalPodAutoscaler") => Box::new(autoscaling::HorizontalPodAutoscaler::new()),
         _ => match workload::for_kind(group, kind, has_status_subresource) {
             Some(w) => Box::new(w),

@@ -2,6 +2,9 @@
 //! `SetDefaults_Container` and the Priority / DefaultTolerationSeconds
 //! admission defaults), status reset on create, graceful deletion.
 //!
+//! Also `SetDefaults_HTTPGetAction` (probe and hook `httpGet` path `/`,
+//! scheme `HTTP`) and the volume source defaults.
+//!
 //! Validation: `ValidatePodSpec` (the subset in
 //! [`crate::validation::podspec`]) on create and update, and the spec update
 //! rule (`pod updates may not change fields other than ...`).
@@ -41,19 +44,20 @@ impl Strategy for Pod {
             set_default(spec, "priority", json!(0));
             set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
         }
+        let host_network = spec.get("hostNetwork") == Some(&Value::Bool(true));
+        // Ephemeral containers arrive through their own subresource, which
+        // stores them as sent; defaulting them here would make every later
+        // update of the pod look like a change to them.
         for list in ["containers", "initContainers"] {
             if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
                 cs.iter_mut().filter_map(Value::as_object_mut).for_each(default_container);
+                if host_network {
+                    cs.iter_mut().for_each(default_host_network_ports);
+                }
             }
         }
         if let Some(vols) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
-            for v in vols.iter_mut().filter_map(Value::as_object_mut) {
-                for source in ["secret", "configMap"] {
-                    if let Some(s) = v.get_mut(source).and_then(Value::as_object_mut) {
-                        set_default(s, "defaultMode", json!(420));
-                    }
-                }
-            }
+            vols.iter_mut().filter_map(Value::as_object_mut).for_each(default_volume);
         }
         default_tolerations(spec);
     }
@@ -118,6 +122,12 @@ fn default_container(c: &mut Map<String, Value>) {
             set_default(p, "periodSeconds", json!(10));
             set_default(p, "successThreshold", json!(1));
             set_default(p, "failureThreshold", json!(3));
+            default_http_get(p);
+        }
+    }
+    for hook in ["postStart", "preStop"] {
+        if let Some(h) = c.get_mut("lifecycle").and_then(|l| l.get_mut(hook)).and_then(Value::as_object_mut) {
+            default_http_get(h);
         }
     }
     if let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) {
@@ -125,6 +135,56 @@ fn default_container(c: &mut Map<String, Value>) {
             if let Some(f) = e.pointer_mut("/valueFrom/fieldRef").and_then(Value::as_object_mut) {
                 set_default(f, "apiVersion", json!("v1"));
             }
+        }
+    }
+}
+
+/// `defaultHostNetworkPorts`: on the host network a port's `hostPort` is
+/// its `containerPort` unless set.
+fn default_host_network_ports(c: &mut Value) {
+    for p in c.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+        if p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0 {
+            p["hostPort"] = p.get("containerPort").cloned().unwrap_or(Value::Null);
+        }
+    }
+}
+
+/// `SetDefaults_HTTPGetAction`: path `/` and scheme `HTTP` for the
+/// `httpGet` handler of a probe or lifecycle hook.
+fn default_http_get(handler: &mut Map<String, Value>) {
+    if let Some(h) = handler.get_mut("httpGet").and_then(Value::as_object_mut) {
+        if h.get("path").and_then(Value::as_str).is_none_or(str::is_empty) {
+            h.insert("path".into(), json!("/"));
+        }
+        if h.get("scheme").and_then(Value::as_str).is_none_or(str::is_empty) {
+            h.insert("scheme".into(), json!("HTTP"));
+        }
+    }
+}
+
+/// The volume source defaults: `defaultMode` 0644 for secret, configMap,
+/// downwardAPI and projected volumes, hostPath `type: ""`, `apiVersion: v1`
+/// in downward API field references.
+fn default_volume(v: &mut Map<String, Value>) {
+    for source in ["secret", "configMap", "downwardAPI", "projected"] {
+        if let Some(s) = v.get_mut(source).and_then(Value::as_object_mut) {
+            set_default(s, "defaultMode", json!(420));
+        }
+    }
+    if let Some(h) = v.get_mut("hostPath").and_then(Value::as_object_mut) {
+        set_default(h, "type", json!(""));
+    }
+    let default_items = |items: Option<&mut Value>| {
+        for item in items.and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(f) = item.get_mut("fieldRef").and_then(Value::as_object_mut) {
+                set_default(f, "apiVersion", json!("v1"));
+            }
+        }
+    };
+    default_items(v.get_mut("downwardAPI").and_then(|d| d.get_mut("items")));
+    if let Some(sources) = v.get_mut("projected").and_then(|p| p.get_mut("sources")).and_then(Value::as_array_mut) {
+        for s in sources.iter_mut() {
+            default_items(s.get_mut("downwardAPI").and_then(|d| d.get_mut("items")));
         }
     }
 }
@@ -211,6 +271,29 @@ mod tests {
         assert_eq!(c["imagePullPolicy"], "IfNotPresent");
         assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
         assert_eq!(c["ports"][0]["protocol"], "TCP");
+    }
+
+    #[test]
+    fn probe_hook_and_volume_defaults() {
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "nginx",
+            "livenessProbe": {"httpGet": {"port": 80}},
+            "lifecycle": {"preStop": {"httpGet": {"port": "web", "path": "/stop"}}}}],
+            "volumes": [{"name": "h", "hostPath": {"path": "/data"}},
+                        {"name": "d", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
+                        {"name": "p", "projected": {"sources": []}}]}});
+        Pod.default(&mut pod);
+        let c = &pod["spec"]["containers"][0];
+        assert_eq!(
+            c["livenessProbe"],
+            json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 10,
+                   "successThreshold": 1, "failureThreshold": 3})
+        );
+        assert_eq!(c["lifecycle"]["preStop"]["httpGet"], json!({"port": "web", "path": "/stop", "scheme": "HTTP"}));
+        let v = &pod["spec"]["volumes"];
+        assert_eq!(v[0]["hostPath"], json!({"path": "/data", "type": ""}));
+        assert_eq!(v[1]["downwardAPI"]["defaultMode"], 420);
+        assert_eq!(v[1]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"], "v1");
+        assert_eq!(v[2]["projected"]["defaultMode"], 420);
     }
 
     #[test]

@@ -26,9 +26,12 @@
 //! and turns a non-empty list into the error with
 //! [`ErrorList::into_invalid`]`(group, kind, name)`.
 
+pub mod crd;
+pub mod crd_schema;
 pub mod field;
 pub mod meta;
 pub mod names;
+pub mod netaddr;
 pub mod podspec;
 
 pub use field::{go_quote, go_string_slice, BadValue, ErrorList, ErrorType, FieldError, Path};

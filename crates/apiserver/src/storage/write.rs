@@ -120,8 +120,10 @@ impl ResourceStore {
             meta::set(obj, "name", json!(name));
         }
         self.strategy.default(obj);
-        self.strategy.prepare_for_create(obj);
+        // The uid comes first, as upstream's `FillObjectMetaSystemFields`:
+        // Jobs build their generated selector from it in PrepareForCreate.
         meta::set(obj, "uid", json!(meta::new_uid()));
+        self.strategy.prepare_for_create(obj);
         meta::set(obj, "creationTimestamp", json!(meta::now()));
         meta::set(obj, "generation", if self.strategy.tracks_generation() { json!(1) } else { Value::Null });
         let mut errs = validate_object_meta(

@@ -3,10 +3,19 @@
 //! limits, job completion settings, and the pod template's spec defaults
 //! (the `PodSpec` ones; pod-only defaults such as priority, service links
 //! and default tolerations come with pods, not templates).
+//!
+//! Validation as upstream's `pkg/apis/apps/validation` and
+//! `pkg/apis/batch/validation`: the shared selector and template rules are
+//! here, the StatefulSet and DaemonSet specifics in [`apps`], Jobs and
+//! CronJobs in [`job`] (with the schedule parser in [`cron`]).
 
 use serde_json::{json, Map, Value};
 
-use super::{generic, Generic, Pod, Strategy};
+use super::{generic, reset_status, Generic, Pod, Strategy};
+
+pub mod apps;
+pub mod cron;
+pub mod job;
 use crate::errors::StatusCause;
 use crate::validation::meta::validate_nonnegative;
 use crate::validation::podspec::{go_string_map, validate_pod_spec, SpecOf};
@@ -144,15 +153,19 @@ impl Strategy for Workload {
                 set(spec, "revisionHistoryLimit", json!(10));
             }
             "Job" => {
-                set(spec, "parallelism", json!(1));
-                if spec.get("completions").is_none_or(Value::is_null) && spec.get("parallelism") == Some(&json!(1)) {
+                // Both unset: a non-parallel job, both 1; otherwise only
+                // parallelism defaults.
+                let unset = |spec: &Map<String, Value>, f: &str| spec.get(f).is_none_or(Value::is_null);
+                if unset(spec, "completions") && unset(spec, "parallelism") {
                     spec.insert("completions".into(), json!(1));
                 }
+                set(spec, "parallelism", json!(1));
                 set(spec, "backoffLimit", json!(6));
                 set(spec, "completionMode", json!("NonIndexed"));
                 set(spec, "suspend", json!(false));
                 let replacement = if spec.contains_key("podFailurePolicy") { "Failed" } else { "TerminatingOrFailed" };
                 set(spec, "podReplacementPolicy", json!(replacement));
+                job::default_job_extras(spec);
             }
             "CronJob" => {
                 set(spec, "concurrencyPolicy", json!("Allow"));
@@ -163,14 +176,41 @@ impl Strategy for Workload {
             _ => {}
         }
     }
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if self.has_status_subresource() {
+            reset_status(obj);
+        }
+        if self.kind == "Job" {
+            job::generate_selector(obj);
+        }
+    }
     fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
-        validate_workload(self.kind, obj).to_causes()
+        match self.kind {
+            "Job" => job::validate_job(obj, true),
+            "CronJob" => job::validate_cronjob(obj, None),
+            kind => validate_workload(kind, obj),
+        }
+        .to_causes()
     }
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
-        let mut errs = validate_workload(self.kind, new);
+        let mut errs = match self.kind {
+            // Old jobs without the prefixed labels stay valid.
+            "Job" => {
+                let labels = old.pointer("/spec/template/metadata/labels");
+                let has = |k: &str| labels.and_then(|l| l.get(k)).is_some();
+                let mut e = job::validate_job(new, has(job::JOB_NAME_LABEL) && has(job::CONTROLLER_UID_LABEL));
+                e.extend(job::validate_job_update(new, old));
+                e
+            }
+            "CronJob" => job::validate_cronjob(new, Some(old)),
+            kind => validate_workload(kind, new),
+        };
         if matches!(self.kind, "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") {
             let path = Path::new("spec").child("selector");
             errs.extend(validate_immutable_field(new.pointer("/spec/selector"), old.pointer("/spec/selector"), &path));
+        }
+        if self.kind == "StatefulSet" {
+            errs.extend(apps::validate_statefulset_update(new, old));
         }
         errs.to_causes()
     }
@@ -222,10 +262,11 @@ pub fn selector_matches(sel: &Value, labels: Option<&Value>) -> bool {
     true
 }
 
-/// Go's `%#v` of an (empty) `*metav1.LabelSelector`, as upstream prints it.
+/// Go's `%#v` of a `*metav1.LabelSelector` as a field error prints it
+/// (dereferenced; match expressions are not rendered).
 fn go_label_selector(sel: &Value) -> String {
     format!(
-        "&v1.LabelSelector{{MatchLabels:{}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}}",
+        "v1.LabelSelector{{MatchLabels:{}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}}",
         go_string_map(sel.get("matchLabels"))
     )
 }
@@ -255,8 +296,13 @@ pub fn validate_workload(kind: &str, obj: &Value) -> ErrorList {
     match kind {
         "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" => {
             let sel = &spec["selector"];
+            // A DaemonSet's missing selector is not "required" upstream: it
+            // selects nothing, so the template labels fail to match it.
+            let daemonset_without = kind == "DaemonSet" && sel.is_null();
             if sel.is_null() {
-                errs.push(FieldError::required(&sp.child("selector"), ""));
+                if !daemonset_without {
+                    errs.push(FieldError::required(&sp.child("selector"), ""));
+                }
             } else {
                 let opts = LabelSelectorValidationOptions::default();
                 errs.extend(validate_label_selector(sel, opts, &sp.child("selector")));
@@ -274,16 +320,32 @@ pub fn validate_workload(kind: &str, obj: &Value) -> ErrorList {
                 }
             }
             let template = &spec["template"];
-            let matches =
-                |labels: Option<&Value>| !sel.is_object() || selector_is_empty(sel) || selector_matches(sel, labels);
-            errs.extend(validate_template_for(template, &tp, matches, &["Always"]));
+            let matches = |labels: Option<&Value>| {
+                !daemonset_without && (!sel.is_object() || selector_is_empty(sel) || selector_matches(sel, labels))
+            };
+            // Upstream leaves a StatefulSet template's pod spec to pod
+            // creation (its volume mounts may name claim templates).
+            let pod_spec = kind != "StatefulSet";
+            errs.extend(validate_template_for(template, &tp, matches, &["Always"], pod_spec));
             if template["spec"].get("activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
                 let p = tp.child("spec").child("activeDeadlineSeconds");
                 let what = if kind == "ReplicaSet" || kind == "Deployment" { "ReplicaSet" } else { kind };
                 errs.push(FieldError::forbidden(&p, &format!("activeDeadlineSeconds in {what} is not Supported")));
             }
-            if kind == "Deployment" {
-                errs.extend(validate_deployment_strategy(&spec["strategy"], &sp.child("strategy")));
+            match kind {
+                "Deployment" => {
+                    errs.extend(validate_deployment_strategy(&spec["strategy"], &sp.child("strategy")));
+                    if let Some(p) = spec["progressDeadlineSeconds"].as_i64() {
+                        let pp = sp.child("progressDeadlineSeconds");
+                        errs.extend(validate_nonnegative(p, &pp));
+                        if p <= spec["minReadySeconds"].as_i64().unwrap_or(0) {
+                            errs.push(FieldError::invalid(&pp, p, "must be greater than minReadySeconds"));
+                        }
+                    }
+                }
+                "StatefulSet" => errs.extend(apps::validate_statefulset_spec(spec, &sp)),
+                "DaemonSet" => errs.extend(apps::validate_daemonset_spec(spec, &sp)),
+                _ => {}
             }
         }
         "ReplicationController" => {
@@ -297,34 +359,12 @@ pub fn validate_workload(kind: &str, obj: &Value) -> ErrorList {
                 Some(m) if !m.is_empty() => m.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v)),
                 _ => true,
             };
-            errs.extend(validate_template_for(&spec["template"], &tp, matches, &["Always"]));
+            errs.extend(validate_template_for(&spec["template"], &tp, matches, &["Always"], true));
         }
-        "Job" => errs.extend(validate_job_spec(spec, &sp)),
-        "CronJob" => {
-            let jp = sp.child("jobTemplate").child("spec");
-            errs.extend(validate_job_spec(&spec["jobTemplate"]["spec"], &jp));
-        }
+        "Job" => errs.extend(job::validate_job(obj, true)),
+        "CronJob" => errs.extend(job::validate_cronjob(obj, None)),
         _ => {}
     }
-    errs
-}
-
-/// The template part of `ValidateJobSpec`: a selector (when set) matching
-/// the template, the pod spec, restart policy `OnFailure` or `Never`.
-fn validate_job_spec(spec: &Value, sp: &Path) -> ErrorList {
-    let mut errs = ErrorList::new();
-    for f in ["parallelism", "completions", "backoffLimit"] {
-        if let Some(v) = spec.get(f).and_then(Value::as_i64) {
-            errs.extend(validate_nonnegative(v, &sp.child(f)));
-        }
-    }
-    let tp = sp.child("template");
-    let sel = &spec["selector"];
-    if sel.is_object() {
-        errs.extend(validate_label_selector(sel, LabelSelectorValidationOptions::default(), &sp.child("selector")));
-    }
-    let matches = |labels: Option<&Value>| !sel.is_object() || selector_is_empty(sel) || selector_matches(sel, labels);
-    errs.extend(validate_template_for(&spec["template"], &tp, matches, &["OnFailure", "Never"]));
     errs
 }
 
@@ -336,6 +376,7 @@ fn validate_template_for(
     tp: &Path,
     matches: impl Fn(Option<&Value>) -> bool,
     restart: &[&str],
+    pod_spec: bool,
 ) -> ErrorList {
     let mut errs = ErrorList::new();
     if !template.is_object() {
@@ -350,7 +391,13 @@ fn validate_template_for(
             "`selector` does not match template `labels`",
         ));
     }
-    errs.extend(validate_template(template, tp));
+    if pod_spec {
+        errs.extend(validate_template(template, tp));
+    } else {
+        // `ValidatePodTemplateSpecForStatefulSet` checks the labels under
+        // `template.labels` (sic) and leaves the pod spec alone.
+        errs.extend(validate_labels(template.pointer("/metadata/labels"), &tp.child("labels")));
+    }
     let rp = template["spec"]["restartPolicy"].as_str().unwrap_or("");
     if !restart.contains(&rp) {
         errs.push(FieldError::not_supported(&tp.child("spec").child("restartPolicy"), rp, restart));
@@ -392,20 +439,7 @@ fn validate_deployment_strategy(strategy: &Value, path: &Path) -> ErrorList {
             let (unavail, unavail_pct, unavail_go) = int_or_percent(&ru["maxUnavailable"]);
             let (surge, _, _) = int_or_percent(&ru["maxSurge"]);
             for (f, v) in [("maxUnavailable", &ru["maxUnavailable"]), ("maxSurge", &ru["maxSurge"])] {
-                let (n, pct, go) = int_or_percent(v);
-                if n.is_some_and(|n| n < 0) {
-                    errs.push(FieldError::invalid(
-                        &rp.child(f),
-                        BadValue::Raw(go),
-                        "must be greater than or equal to 0",
-                    ));
-                } else if n.is_none() && pct {
-                    errs.push(FieldError::invalid(
-                        &rp.child(f),
-                        BadValue::Raw(go),
-                        "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
-                    ));
-                }
+                errs.extend(apps::validate_positive_int_or_percent(v, &rp.child(f)));
             }
             if unavail == Some(0) && surge == Some(0) {
                 errs.push(FieldError::invalid(
@@ -465,6 +499,19 @@ mod tests {
         j.default(&mut job);
         assert_eq!(job["spec"]["completions"], 1);
         assert_eq!(job["spec"]["backoffLimit"], 6);
+        assert_eq!(job["spec"]["manualSelector"], false);
+        assert_eq!(job["spec"]["completionMode"], "NonIndexed");
+        assert_eq!(job["spec"]["podReplacementPolicy"], "TerminatingOrFailed");
+
+        let c = for_kind("batch", "CronJob", true).unwrap();
+        let mut cj = json!({"spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": {"spec": {}}}}}});
+        c.default(&mut cj);
+        assert_eq!(cj["spec"]["concurrencyPolicy"], "Allow");
+        assert_eq!(cj["spec"]["suspend"], false);
+        assert_eq!(cj["spec"]["successfulJobsHistoryLimit"], 3);
+        assert_eq!(cj["spec"]["failedJobsHistoryLimit"], 1);
+        // A job template gets no Job defaults, only its pod template's.
+        assert!(cj["spec"]["jobTemplate"]["spec"].get("backoffLimit").is_none());
         assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
         assert!(for_kind("apps", "ControllerRevision", false).is_none());
     }
@@ -482,7 +529,9 @@ mod validation_tests {
     fn msgs(kind: &str, mut obj: Value) -> Vec<String> {
         let group = if kind == "Job" || kind == "CronJob" { "batch" } else { "apps" };
         let w = for_kind(group, kind, true).unwrap();
+        obj["metadata"] = json!({"name": "w", "uid": "u1"});
         w.default(&mut obj);
+        w.prepare_for_create(&mut obj);
         w.validate_create(&obj).iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
     }
 
@@ -498,6 +547,22 @@ mod validation_tests {
         assert_eq!(
             msgs("Deployment", d),
             ["spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"y\"}: `selector` does not match template `labels`"]
+        );
+    }
+
+    #[test]
+    fn daemonset_without_selector_and_progress_deadline() {
+        let mut d = deployment();
+        d["spec"].as_object_mut().unwrap().remove("selector");
+        assert_eq!(
+            msgs("DaemonSet", d),
+            ["spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"x\"}: `selector` does not match template `labels`"]
+        );
+        let mut p = deployment();
+        p["spec"]["minReadySeconds"] = json!(600);
+        assert_eq!(
+            msgs("Deployment", p),
+            ["spec.progressDeadlineSeconds: Invalid value: 600: must be greater than minReadySeconds"]
         );
     }
 
@@ -534,7 +599,53 @@ mod validation_tests {
     fn pod_spec_is_validated_in_templates() {
         let mut d = deployment();
         d["spec"]["template"]["spec"]["containers"] = json!([]);
-        assert_eq!(msgs("StatefulSet", d), ["spec.template.spec.containers: Required value"]);
+        assert_eq!(msgs("DaemonSet", d.clone()), ["spec.template.spec.containers: Required value"]);
+        // Upstream leaves a StatefulSet's pod spec to pod creation.
+        assert!(msgs("StatefulSet", d).is_empty());
+    }
+
+    #[test]
+    fn statefulset_and_daemonset_defaults_validate() {
+        let w = for_kind("apps", "StatefulSet", true).unwrap();
+        let mut s = deployment();
+        w.default(&mut s);
+        assert_eq!(s["spec"]["podManagementPolicy"], "OrderedReady");
+        assert_eq!(s["spec"]["updateStrategy"], json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+        assert_eq!(
+            s["spec"]["persistentVolumeClaimRetentionPolicy"],
+            json!({"whenDeleted": "Retain", "whenScaled": "Retain"})
+        );
+        assert!(msgs("StatefulSet", deployment()).is_empty());
+        let d = for_kind("apps", "DaemonSet", true).unwrap();
+        let mut ds = deployment();
+        d.default(&mut ds);
+        assert_eq!(
+            ds["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+        );
+        assert_eq!(ds["spec"]["revisionHistoryLimit"], 10);
+        let mut bad = deployment();
+        bad["spec"]["template"]["spec"]["activeDeadlineSeconds"] = json!(5);
+        assert_eq!(
+            msgs("DaemonSet", bad),
+            ["spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in DaemonSet is not Supported"]
+        );
+    }
+
+    #[test]
+    fn statefulset_updates_only_change_some_fields() {
+        let w = for_kind("apps", "StatefulSet", true).unwrap();
+        let mut old = deployment();
+        old["metadata"] = json!({"name": "s"});
+        w.default(&mut old);
+        let mut new = old.clone();
+        new["spec"]["replicas"] = json!(5);
+        assert!(w.validate_update(&new, &old).is_empty());
+        new["spec"]["serviceName"] = json!("other");
+        let causes = w.validate_update(&new, &old);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].field, "spec");
+        assert_eq!(causes[0].message, format!("Forbidden: {}", apps::STATEFULSET_UPDATE_FORBIDDEN_MSG));
     }
 
     #[test]
@@ -542,7 +653,7 @@ mod validation_tests {
         let job = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
         assert_eq!(
             msgs("Job", job.clone()),
-            ["spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""]
+            ["spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""]
         );
         let mut ok = job;
         ok["spec"]["template"]["spec"]["restartPolicy"] = json!("Never");
