@@ -423,6 +423,12 @@ fn pod_ephemeral_containers() {
     let p = json(&ok(&s, &["get", "pod", "web", "-o", "json"]));
     assert_eq!(p["spec"]["ephemeralContainers"][0]["name"], "dbg");
     assert_eq!(p["spec"]["ephemeralContainers"][0]["image"], "busybox");
+    // Defaulted like any container (upstream's generated pod defaulter).
+    assert_eq!(p["spec"]["ephemeralContainers"][0]["terminationMessagePolicy"], "File");
+    assert_eq!(p["spec"]["ephemeralContainers"][0]["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(p["spec"]["ephemeralContainers"][0]["imagePullPolicy"], "Always");
+    // An ordinary update of the debugged pod still goes through.
+    ok(&s, &["label", "pod", "web", "debugged=yes"]);
     let mut changed = p.clone();
     changed["spec"]["ephemeralContainers"][0]["image"] = serde_json::json!("alpine");
     let file = manifest(&s, "pod-ephemeral.json", &changed.to_string());

@@ -45,13 +45,13 @@ impl Strategy for Pod {
             set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
         }
         let host_network = spec.get("hostNetwork") == Some(&Value::Bool(true));
-        // Ephemeral containers arrive through their own subresource, which
-        // stores them as sent; defaulting them here would make every later
-        // update of the pod look like a change to them.
-        for list in ["containers", "initContainers"] {
+        // Ephemeral containers get the same field defaults (upstream's
+        // generated defaulter covers them); the ephemeralcontainers
+        // subresource defaults the pod sent to it.
+        for list in ["containers", "initContainers", "ephemeralContainers"] {
             if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
                 cs.iter_mut().filter_map(Value::as_object_mut).for_each(default_container);
-                if host_network {
+                if host_network && list != "ephemeralContainers" {
                     cs.iter_mut().for_each(default_host_network_ports);
                 }
             }

@@ -55,7 +55,8 @@ pub async fn handle(ctx: &Ctx<'_>, pods: &ResourceStore, verb: Verb, body: Body)
     let (updated, _) = pods
         .update(namespace, name, UpdateKind::Internal, &opts, |current| {
             let mut pod = pod_of(current)?;
-            let wanted = requested(&pod)?;
+            let mut wanted = requested(&pod)?;
+            rkube_apimachinery::strategy::Strategy::default(&rkube_apimachinery::strategy::Pod, &mut wanted);
             let new = wanted.pointer("/spec/ephemeralContainers").cloned().unwrap_or(json!([]));
             let old = pod.pointer("/spec/ephemeralContainers").cloned().unwrap_or(json!([]));
             validate(&new, &old, &pod, name)?;
