@@ -62,6 +62,13 @@ pub struct ClusterConfig {
     /// The host name the identity lease is derived from (`None`: the
     /// machine's).
     pub hostname: Option<String>,
+    /// The service-account token signer: `--service-account-issuer` and the
+    /// `sa.key` signing key (default: that issuer's default with a random
+    /// key, for servers built without a PKI).
+    pub service_account: std::sync::Arc<crate::serviceaccount::TokenIssuer>,
+    /// The client towards kubelets for exec/attach sessions
+    /// (apiserver-kubelet-client certificate); `None` only dials them.
+    pub kubelet_client: Option<std::sync::Arc<crate::rest::connect::kubelet::KubeletClient>>,
 }
 
 impl Default for ClusterConfig {
@@ -72,6 +79,10 @@ impl Default for ClusterConfig {
             advertise_address: IpAddr::from([127, 0, 0, 1]),
             advertise_port: 0,
             hostname: None,
+            service_account: std::sync::Arc::new(crate::serviceaccount::TokenIssuer::ephemeral(
+                crate::serviceaccount::DEFAULT_ISSUER,
+            )),
+            kubelet_client: None,
         }
     }
 }

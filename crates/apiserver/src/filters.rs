@@ -244,9 +244,13 @@ pub async fn filter(State(filters): State<Arc<Filters>>, req: Request, next: Nex
     let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
     let mut class = filters.classify(req.method(), req.uri().path(), req.uri().query(), content_type);
     let path = req.uri().path().to_string();
-    // Upstream exempts the `system:masters` group from the limits; once
-    // authentication identifies the user, skip the seat for its members here.
-    let _seat = if class.long_running {
+    // Long-running requests take no seat, and neither do members of
+    // `system:masters`, as upstream's max-in-flight filter exempts them.
+    let privileged = req
+        .extensions()
+        .get::<crate::authn::UserInfo>()
+        .is_some_and(|u| u.groups.iter().any(|g| g == crate::authn::MASTERS_GROUP));
+    let _seat = if class.long_running || privileged {
         None
     } else {
         match filters.limiter.try_acquire(class.kind) {
@@ -420,5 +424,42 @@ mod tests {
         let create = filters.classify(&Method::POST, "/api/v1/namespaces/default/configmaps", None, None).labels;
         assert_eq!(filters.metrics.request_count(&create, 429), 1);
         assert_eq!(filters.metrics.request_count(&create, 200), 1);
+    }
+
+    #[tokio::test]
+    async fn system_masters_members_are_not_limited() {
+        use crate::authn::{UserInfo, AUTHENTICATED_GROUP, MASTERS_GROUP};
+        use tower_service::Service;
+
+        // The only mutating seat is taken by a request that never returns.
+        let limits = InflightLimits { max_read_only: 1, max_mutating: 1 };
+        let filters = Arc::new(Filters::new(limits, Registry::builtin()));
+        let _held = filters.limiter.try_acquire(RequestKind::Mutating).unwrap();
+        let app = axum::Router::new()
+            .fallback(|| async { "done" })
+            .layer(axum::middleware::from_fn_with_state(filters.clone(), filter));
+        let create = |user: Option<UserInfo>| {
+            let mut req = Request::builder()
+                .method(Method::POST)
+                .uri("/api/v1/namespaces/default/configmaps")
+                .body(Body::empty())
+                .unwrap();
+            if let Some(u) = user {
+                req.extensions_mut().insert(u);
+            }
+            req
+        };
+        let user = |groups: &[&str]| UserInfo {
+            name: "someone".into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        };
+
+        let admin = app.clone().call(create(Some(user(&[MASTERS_GROUP, AUTHENTICATED_GROUP])))).await.unwrap();
+        assert_eq!(admin.status(), StatusCode::OK);
+        let other = app.clone().call(create(Some(user(&[AUTHENTICATED_GROUP])))).await.unwrap();
+        assert_eq!(other.status(), StatusCode::TOO_MANY_REQUESTS);
+        let anonymous = app.clone().call(create(None)).await.unwrap();
+        assert_eq!(anonymous.status(), StatusCode::TOO_MANY_REQUESTS);
     }
 }

@@ -8,6 +8,11 @@
 //! - [`listener`]: the accept loop, HTTP/1.1 + HTTP/2 via hyper-util, and
 //!   graceful shutdown;
 //! - [`router`]: the routes;
+//! - [`authn`]: who is asking (the client certificate's user, attached to
+//!   the request as [`authn::UserInfo`]; anonymous requests refused);
+//! - [`authz`]: the authorizer seam the access reviews ask (today: every
+//!   authenticated user may do everything, until RBAC);
+//! - [`serviceaccount`]: signing and verifying service-account tokens;
 //! - [`filters`]: the in-flight limits (429 beyond them) and the request
 //!   instrumentation every request passes;
 //! - [`metrics`]: `/metrics` in the Prometheus text format;
@@ -38,6 +43,7 @@ use std::time::Duration;
 use rkube_store::SharedStore;
 
 pub mod authn;
+pub mod authz;
 pub mod bootstrap;
 pub mod cache;
 pub mod discovery;
@@ -48,6 +54,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod rest;
 pub mod router;
+pub mod serviceaccount;
 pub mod status;
 pub mod storage;
 pub mod tls;

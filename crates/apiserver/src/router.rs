@@ -31,7 +31,8 @@ pub struct AppState {
     pub filters: Arc<Filters>,
 }
 
-/// Builds the router over `state`, every route behind the filters
+/// Builds the router over `state`: every request is authenticated first
+/// ([`crate::authn::authenticate`]), then passes the filters
 /// ([`crate::filters::filter`]: in-flight limits and request metrics).
 pub fn router(state: AppState) -> Router {
     let filters = state.filters.clone();
@@ -48,6 +49,7 @@ pub fn router(state: AppState) -> Router {
         .merge(authenticated(&state))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(filters, crate::filters::filter))
+        .layer(axum::middleware::from_fn(crate::authn::authenticate))
 }
 
 /// Discovery, OpenAPI and the resource API: only for authenticated clients.

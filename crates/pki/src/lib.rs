@@ -318,6 +318,26 @@ impl ClusterPki {
     }
 }
 
+/// A new client certificate signed by the CA `ca` for the user
+/// `common_name` in the group `organization` if any (upstream's x509
+/// authentication maps CN to the user name and each O to a group), with a
+/// fresh key, valid for a year. Nothing is written to disk. One group at
+/// most: rcgen keeps a single value per subject attribute type.
+///
+/// Errors: the CA material does not load, or signing fails.
+pub fn issue_client_certificate(
+    ca: &CertAndKey,
+    common_name: &str,
+    organization: Option<&str>,
+) -> Result<CertAndKey, PkiError> {
+    let ca_key = KeyPair::from_pem(&ca.key_pem).map_err(PkiError::crypto("cannot load the CA key"))?;
+    let issuer =
+        Issuer::from_ca_cert_pem(&ca.cert_pem, &ca_key).map_err(PkiError::crypto("cannot load the CA certificate"))?;
+    let usage = ExtendedKeyUsagePurpose::ClientAuth;
+    let organizations: Vec<&str> = organization.into_iter().collect();
+    sign_leaf("client certificate", common_name, &organizations, &usage, None, &issuer, OffsetDateTime::now_utc())
+}
+
 /// `sha256:<hex>` of a PEM certificate's SubjectPublicKeyInfo (DER), the
 /// format of kubeadm's `--discovery-token-ca-cert-hash`.
 ///
@@ -421,35 +441,7 @@ fn ensure_leaf(
         (None, Some(_)) => Some(format!("the certificate file {} is missing", spec.cert_path.display())),
     };
 
-    let key = KeyPair::generate().map_err(PkiError::crypto(format!("cannot generate a key for the {}", spec.what)))?;
-    let mut params = CertificateParams::default();
-    params.not_before = now - BACKDATE;
-    params.not_after = now + LEAF_VALIDITY;
-    params.serial_number = Some(random_serial()?);
-    let mut dn = DistinguishedName::new();
-    for o in spec.organizations {
-        dn.push(DnType::OrganizationName, *o);
-    }
-    dn.push(DnType::CommonName, spec.common_name);
-    params.distinguished_name = dn;
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    params.extended_key_usages = vec![spec.usage.clone()];
-    params.use_authority_key_identifier_extension = true;
-    if let Some(sans) = spec.sans {
-        params.subject_alt_names = sans
-            .iter()
-            .map(|san| match san {
-                San::Ip(ip) => Ok(SanType::IpAddress(*ip)),
-                San::Dns(name) => name
-                    .clone()
-                    .try_into()
-                    .map(SanType::DnsName)
-                    .map_err(PkiError::crypto(format!("invalid DNS name {name:?} for the {}", spec.what))),
-            })
-            .collect::<Result<_, _>>()?;
-    }
-    let cert = params.signed_by(&key, issuer).map_err(PkiError::crypto(format!("cannot sign the {}", spec.what)))?;
-    let pair = CertAndKey { cert_pem: cert.pem(), key_pem: key.serialize_pem() };
+    let pair = sign_leaf(spec.what, spec.common_name, spec.organizations, &spec.usage, spec.sans, issuer, now)?;
     fs::write_atomic(spec.key_path, pair.key_pem.as_bytes(), PRIVATE_FILE_MODE)?;
     fs::write_atomic(spec.cert_path, pair.cert_pem.as_bytes(), PUBLIC_FILE_MODE)?;
     let expires = fmt_time((now + LEAF_VALIDITY).unix_timestamp());
@@ -468,6 +460,50 @@ fn ensure_leaf(
         tracing::debug!(component = "pki", sans = %list.join(","), "serving certificate names");
     }
     Ok((pair, action))
+}
+
+/// A fresh key and a leaf certificate for it signed by `issuer`, valid
+/// from `now` (backdated) for [`LEAF_VALIDITY`]: subject O = each of
+/// `organizations`, CN = `common_name`, the one extended key usage, and the
+/// SANs if given. `what` names the certificate in errors.
+fn sign_leaf(
+    what: &str,
+    common_name: &str,
+    organizations: &[&str],
+    usage: &ExtendedKeyUsagePurpose,
+    sans: Option<&BTreeSet<San>>,
+    issuer: &Issuer<'_, &KeyPair>,
+    now: OffsetDateTime,
+) -> Result<CertAndKey, PkiError> {
+    let key = KeyPair::generate().map_err(PkiError::crypto(format!("cannot generate a key for the {}", what)))?;
+    let mut params = CertificateParams::default();
+    params.not_before = now - BACKDATE;
+    params.not_after = now + LEAF_VALIDITY;
+    params.serial_number = Some(random_serial()?);
+    let mut dn = DistinguishedName::new();
+    for o in organizations {
+        dn.push(DnType::OrganizationName, *o);
+    }
+    dn.push(DnType::CommonName, common_name);
+    params.distinguished_name = dn;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![usage.clone()];
+    params.use_authority_key_identifier_extension = true;
+    if let Some(sans) = sans {
+        params.subject_alt_names = sans
+            .iter()
+            .map(|san| match san {
+                San::Ip(ip) => Ok(SanType::IpAddress(*ip)),
+                San::Dns(name) => name
+                    .clone()
+                    .try_into()
+                    .map(SanType::DnsName)
+                    .map_err(PkiError::crypto(format!("invalid DNS name {name:?} for the {}", what))),
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    let cert = params.signed_by(&key, issuer).map_err(PkiError::crypto(format!("cannot sign the {}", what)))?;
+    Ok(CertAndKey { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
 }
 
 /// Checks an existing leaf; `Ok(not_after)` when it can be kept, otherwise

@@ -283,3 +283,23 @@ fn admin_kubeconfig_embeds_ca_and_admin_credentials() {
     assert_eq!(mode(&path), 0o600);
     assert!(!write_private_file(&path, yaml.as_bytes()).unwrap(), "unchanged content is not rewritten");
 }
+
+#[test]
+fn client_certificates_name_the_user_and_groups_and_chain_to_the_ca() {
+    let (_tmp, files) = tls_dir();
+    let pki = ClusterPki::ensure(&files, &names(&[])).unwrap();
+    let before = snapshot(&files);
+    let jane = issue_client_certificate(&pki.ca, "jane", Some("dev")).unwrap();
+    assert_eq!(subject_of(&jane.cert_pem), "O=dev, CN=jane");
+    let bob = issue_client_certificate(&pki.ca, "bob", None).unwrap();
+    assert_eq!(subject_of(&bob.cert_pem), "CN=bob");
+    with_cert(&jane.cert_pem, |c| {
+        let eku = c.extended_key_usage().unwrap().unwrap().value;
+        assert!(eku.client_auth && !eku.server_auth);
+        let ca_der = pem_to_der(&pki.ca.cert_pem).unwrap();
+        let ca = parse_der(&ca_der).unwrap();
+        assert!(c.verify_signature(Some(ca.public_key())).is_ok());
+    });
+    assert!(jane.key_pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+    assert_eq!(snapshot(&files), before, "nothing on disk changes");
+}

@@ -107,6 +107,11 @@ pub struct ServerArgs {
     /// beyond it the answer is 429 with Retry-After (0 means no limit).
     #[arg(long, value_name = "N", default_value_t = 200, env = "RKUBE_MAX_MUTATING_REQUESTS_INFLIGHT")]
     pub max_mutating_requests_inflight: usize,
+
+    /// The `iss` of service-account tokens this server issues, also its API
+    /// audience (kube-apiserver's --service-account-issuer).
+    #[arg(long, value_name = "URL", default_value = "https://kubernetes.default.svc.cluster.local", env = "RKUBE_SERVICE_ACCOUNT_ISSUER")]
+    pub service_account_issuer: String,
 }
 
 /// Parses a Go duration of hours, minutes, seconds and milliseconds

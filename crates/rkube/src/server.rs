@@ -157,6 +157,13 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
     let files = PkiFiles::for_data_dir(&data_dir);
     let pki = ClusterPki::ensure(&files, &names)
         .with_context(|| format!("cannot set up the cluster PKI in {}", files.dir.display()))?;
+    // The API server's client towards kubelets (exec/attach sessions).
+    let kubelet_client = rkube_apiserver::rest::connect::kubelet::KubeletClient::from_pem(
+        &pki.ca.cert_pem,
+        &pki.kubelet_client.cert_pem,
+        &pki.kubelet_client.key_pem,
+    )
+    .map_err(|e| anyhow!("{}: {e}", files.kubelet_client_cert.display()))?;
 
     // Datastore.
     let endpoint = args.datastore_endpoint.clone().unwrap_or_else(|| DatastoreEndpoint::default_for(&data_dir));
@@ -201,6 +208,14 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
             advertise_address,
             advertise_port: args.https_port,
             hostname: None,
+            service_account: std::sync::Arc::new(
+                rkube_apiserver::serviceaccount::TokenIssuer::from_pkcs8_pem(
+                    &pki.service_account_key_pem,
+                    &args.service_account_issuer,
+                )
+                .map_err(|e| anyhow!("{}: {e}", files.service_account_key.display()))?,
+            ),
+            kubelet_client: Some(std::sync::Arc::new(kubelet_client)),
         },
         inflight: rkube_apiserver::filters::InflightLimits {
             max_read_only: args.max_requests_inflight,

@@ -7,13 +7,15 @@
 //! `rkube_apiserver::filters`; here a naturally slow read — a list asking
 //! for a resourceVersion the store has not reached, which waits for the
 //! watch cache before answering 504 — holds the only read-only seat.
+//! The limits apply to ordinary users; `system:masters` (the admin) is
+//! exempt, as upstream.
 
 mod api_common;
 mod support;
 
 use std::time::{Duration, Instant};
 
-use api_common::{ok, request};
+use api_common::{ok, request, request_with};
 use support::{TestServer, TestServerOptions};
 
 /// The value of the first sample of `text` whose line starts with `prefix`.
@@ -31,24 +33,29 @@ fn read_only_requests_beyond_the_limit_get_429_with_retry_after() {
             .to_vec(),
         ..Default::default()
     });
+    let jane = support::user_tls_config(&s.tls_dir(), "jane", Some("dev")).unwrap();
+    let as_jane = |path: &str| request_with(&s, jane.clone(), "GET", path, &[], b"");
     // Warm the configmaps watch cache so the slow list waits on it.
-    assert_eq!(request(&s, "GET", "/api/v1/configmaps", &[], b"").status, 200);
+    assert_eq!(as_jane("/api/v1/configmaps").status, 200);
     let slow = "/api/v1/configmaps?resourceVersion=999999999&resourceVersionMatch=NotOlderThan";
     let mut refused = None;
     for _ in 0..5 {
-        let (slow_reply, elapsed, other) = std::thread::scope(|scope| {
+        let (slow_reply, elapsed, other, admin) = std::thread::scope(|scope| {
             let held = scope.spawn(|| {
                 let start = Instant::now();
-                (request(&s, "GET", slow, &[], b""), start.elapsed())
+                (as_jane(slow), start.elapsed())
             });
             std::thread::sleep(Duration::from_millis(800));
-            let other = request(&s, "GET", "/api/v1/namespaces", &[], b"");
+            let other = as_jane("/api/v1/namespaces");
+            // The admin is in system:masters, which takes no seat.
+            let admin = request(&s, "GET", "/api/v1/namespaces", &[], b"");
             let (reply, elapsed) = held.join().unwrap();
-            (reply, elapsed, other)
+            (reply, elapsed, other, admin)
         });
         // The slow list may itself have met a busy seat (the server's own
         // requests); then try again.
         if slow_reply.status == 504 && elapsed > Duration::from_millis(1500) {
+            assert_eq!(admin.status, 200, "system:masters is exempt: {}", admin.body);
             refused = Some(other);
             break;
         }
@@ -63,7 +70,7 @@ fn read_only_requests_beyond_the_limit_get_429_with_retry_after() {
 
     // With the seat free again the same request is served, and the refusal
     // was counted.
-    assert_eq!(request(&s, "GET", "/api/v1/namespaces", &[], b"").status, 200);
+    assert_eq!(as_jane("/api/v1/namespaces").status, 200);
     let metrics = request(&s, "GET", "/metrics", &[], b"").body;
     let refused = r#"apiserver_request_total{code="429",component="apiserver",dry_run="",group="",resource="namespaces",scope="cluster",subresource="",verb="LIST",version="v1"}"#;
     assert!(sample(&metrics, refused).is_some_and(|n| n >= 1.0), "{metrics}");
@@ -100,9 +107,12 @@ fn metrics_count_kubectl_requests_in_prometheus_format() {
     }
     let histogram = r#"apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1"}"#;
     assert_eq!(sample(&after, histogram), Some(lists + 2.0), "{after}");
-    // The scrape itself is an in-flight read-only request.
-    let inflight = sample(&after, r#"apiserver_current_inflight_requests{request_kind="readOnly"}"#);
-    assert!(inflight.is_some_and(|n| n >= 1.0), "{after}");
+    // A scrape by an ordinary user is itself an in-flight read-only request
+    // (the admin's, in system:masters, takes no seat).
+    let jane = support::user_tls_config(&s.tls_dir(), "jane", None).unwrap();
+    let scraped = request_with(&s, jane, "GET", "/metrics", &[], b"").body;
+    let inflight = sample(&scraped, r#"apiserver_current_inflight_requests{request_kind="readOnly"}"#);
+    assert!(inflight.is_some_and(|n| n >= 1.0), "{scraped}");
     assert!(sample(&after, "process_start_time_seconds ").is_some_and(|t| t > 1.0e9), "{after}");
     // Object counts come from the watch cache once its first list is done.
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -26,7 +26,9 @@ const fn msg(name: &'static str, fields: &'static [Field]) -> Message {
 /// protobuf (`create configmap|secret|deployment|namespace|service|
 /// serviceaccount|job|cronjob|role|rolebinding|clusterrole|
 /// clusterrolebinding|pdb|ingress|quota|priorityclass`, `create token`,
-/// `auth can-i`, `auth whoami`, `autoscale`, `certificate approve`).
+/// `auth can-i`, `auth whoami`, `autoscale`, `certificate approve`), and
+/// the reviews client-go's delegated authentication and authorization send
+/// (TokenReview, SubjectAccessReview, LocalSubjectAccessReview).
 pub(super) static ROOTS: &[(&str, &str, &Message)] = &[
     ("v1", "ConfigMap", &CORE_CONFIGMAP),
     ("v1", "Namespace", &CORE_NAMESPACE),
@@ -45,8 +47,11 @@ pub(super) static ROOTS: &[(&str, &str, &Message)] = &[
     ("rbac.authorization.k8s.io/v1", "RoleBinding", &RBAC_ROLEBINDING),
     ("authentication.k8s.io/v1", "SelfSubjectReview", &AUTHN_SELFSUBJECTREVIEW),
     ("authentication.k8s.io/v1", "TokenRequest", &AUTHN_TOKENREQUEST),
+    ("authentication.k8s.io/v1", "TokenReview", &AUTHN_TOKENREVIEW),
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview", &AUTHZ_LOCALSUBJECTACCESSREVIEW),
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview", &AUTHZ_SELFSUBJECTACCESSREVIEW),
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview", &AUTHZ_SELFSUBJECTRULESREVIEW),
+    ("authorization.k8s.io/v1", "SubjectAccessReview", &AUTHZ_SUBJECTACCESSREVIEW),
     ("autoscaling/v1", "HorizontalPodAutoscaler", &AUTOSCALING_HORIZONTALPODAUTOSCALER),
     ("autoscaling/v2", "HorizontalPodAutoscaler", &AUTOSCALING2_HORIZONTALPODAUTOSCALER),
     ("certificates.k8s.io/v1", "CertificateSigningRequest", &CERTIFICATES_CERTIFICATESIGNINGREQUEST),
@@ -133,6 +138,25 @@ static AUTHN_TOKENREQUESTSPEC: Message = msg(
 );
 static AUTHN_TOKENREQUESTSTATUS: Message =
     msg("authn.TokenRequestStatus", &[f(1, "token", Req, Str), f(2, "expirationTimestamp", Req, Time)]);
+static AUTHN_TOKENREVIEW: Message = msg(
+    "authn.TokenReview",
+    &[
+        f(1, "metadata", Opt, M(&META_OBJECTMETA)),
+        f(2, "spec", Req, M(&AUTHN_TOKENREVIEWSPEC)),
+        f(3, "status", Opt, M(&AUTHN_TOKENREVIEWSTATUS)),
+    ],
+);
+static AUTHN_TOKENREVIEWSPEC: Message =
+    msg("authn.TokenReviewSpec", &[f(1, "token", Opt, Str), f(2, "audiences", Rep, Str)]);
+static AUTHN_TOKENREVIEWSTATUS: Message = msg(
+    "authn.TokenReviewStatus",
+    &[
+        f(1, "authenticated", Opt, Bool),
+        f(2, "user", Opt, M(&AUTHN_USERINFO)),
+        f(3, "error", Opt, Str),
+        f(4, "audiences", Rep, Str),
+    ],
+);
 static AUTHN_USERINFO: Message = msg(
     "authn.UserInfo",
     &[f(1, "username", Opt, Str), f(2, "uid", Opt, Str), f(3, "groups", Rep, Str), f(4, "extra", Map, Strs)],
@@ -144,6 +168,14 @@ static AUTHZ_FIELDSELECTORATTRIBUTES: Message = msg(
 static AUTHZ_LABELSELECTORATTRIBUTES: Message = msg(
     "authz.LabelSelectorAttributes",
     &[f(1, "rawSelector", Opt, Str), f(2, "requirements", Rep, M(&META_LABELSELECTORREQUIREMENT))],
+);
+static AUTHZ_LOCALSUBJECTACCESSREVIEW: Message = msg(
+    "authz.LocalSubjectAccessReview",
+    &[
+        f(1, "metadata", Opt, M(&META_OBJECTMETA)),
+        f(2, "spec", Req, M(&AUTHZ_SUBJECTACCESSREVIEWSPEC)),
+        f(3, "status", Opt, M(&AUTHZ_SUBJECTACCESSREVIEWSTATUS)),
+    ],
 );
 static AUTHZ_NONRESOURCEATTRIBUTES: Message =
     msg("authz.NonResourceAttributes", &[f(1, "path", Opt, Str), f(2, "verb", Opt, Str)]);
@@ -197,6 +229,25 @@ static AUTHZ_SELFSUBJECTRULESREVIEW: Message = msg(
 );
 static AUTHZ_SELFSUBJECTRULESREVIEWSPEC: Message =
     msg("authz.SelfSubjectRulesReviewSpec", &[f(1, "namespace", Opt, Str)]);
+static AUTHZ_SUBJECTACCESSREVIEW: Message = msg(
+    "authz.SubjectAccessReview",
+    &[
+        f(1, "metadata", Opt, M(&META_OBJECTMETA)),
+        f(2, "spec", Req, M(&AUTHZ_SUBJECTACCESSREVIEWSPEC)),
+        f(3, "status", Opt, M(&AUTHZ_SUBJECTACCESSREVIEWSTATUS)),
+    ],
+);
+static AUTHZ_SUBJECTACCESSREVIEWSPEC: Message = msg(
+    "authz.SubjectAccessReviewSpec",
+    &[
+        f(1, "resourceAttributes", Ptr, M(&AUTHZ_RESOURCEATTRIBUTES)),
+        f(2, "nonResourceAttributes", Ptr, M(&AUTHZ_NONRESOURCEATTRIBUTES)),
+        f(3, "user", Opt, Str),
+        f(4, "groups", Rep, Str),
+        f(5, "extra", Map, Strs),
+        f(6, "uid", Opt, Str),
+    ],
+);
 static AUTHZ_SUBJECTACCESSREVIEWSTATUS: Message = msg(
     "authz.SubjectAccessReviewStatus",
     &[

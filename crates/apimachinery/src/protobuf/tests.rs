@@ -282,6 +282,37 @@ fn token_request_and_self_subject_review() {
     );
 }
 
+/// What client-go's delegated authentication and authorization send.
+#[test]
+fn token_review_and_subject_access_reviews() {
+    let bytes = body(
+        "authentication.k8s.io/v1",
+        "TokenReview",
+        &[meta(&[]), m(2, &[s(1, "tok"), s(2, "api")]), m(3, &[m(2, &[])])],
+    );
+    let got = decode(&bytes);
+    assert_eq!(got["spec"], json!({"token": "tok", "audiences": ["api"]}));
+    assert_eq!(got["status"], json!({"user": {}}));
+
+    let extra = m(5, &[s(1, "scopes"), m(2, &[s(1, "a")])]);
+    let spec = m(2, &[m(1, &[s(1, "ns"), s(2, "get"), s(5, "pods")]), s(3, "bob"), s(4, "dev"), extra, s(6, "u1")]);
+    for kind in ["SubjectAccessReview", "LocalSubjectAccessReview"] {
+        let got = decode(&body("authorization.k8s.io/v1", kind, &[meta(&[]), spec.clone()]));
+        assert_eq!(
+            got["spec"],
+            json!({"resourceAttributes": {"namespace": "ns", "verb": "get", "resource": "pods"},
+                "user": "bob", "groups": ["dev"], "extra": {"scopes": ["a"]}, "uid": "u1"}),
+            "{kind}"
+        );
+    }
+    let nra = body(
+        "authorization.k8s.io/v1",
+        "SubjectAccessReview",
+        &[meta(&[]), m(2, &[m(2, &[s(1, "/healthz"), s(2, "get")])])],
+    );
+    assert_eq!(decode(&nra)["spec"], json!({"nonResourceAttributes": {"path": "/healthz", "verb": "get"}}));
+}
+
 /// What `kubectl auth can-i --list -n default` sends.
 #[test]
 fn self_subject_rules_review() {

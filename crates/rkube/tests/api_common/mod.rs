@@ -7,7 +7,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -176,21 +176,33 @@ impl Reply {
 
 /// Sends one HTTP/1.1 request as the admin user over TLS to the server.
 pub fn request(s: &TestServer, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+    let config = crate::support::admin_tls_config(&s.tls_dir()).unwrap();
+    request_with(s, config, method, path, headers, body)
+}
+
+/// [`request`] with another client identity (see `support::user_tls_config`).
+pub fn request_with(
+    s: &TestServer,
+    config: std::sync::Arc<rustls::ClientConfig>,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, s.port()));
-    raw_request(addr, &s.tls_dir(), method, path, headers, body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+    raw_request(addr, config, method, path, headers, body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
 }
 
 fn raw_request(
     addr: SocketAddr,
-    tls_dir: &Path,
+    config: std::sync::Arc<rustls::ClientConfig>,
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Result<Reply, String> {
     let name = ServerName::IpAddress(addr.ip().into());
-    let mut conn =
-        rustls::ClientConnection::new(crate::support::admin_tls_config(tls_dir)?, name).map_err(|e| e.to_string())?;
+    let mut conn = rustls::ClientConnection::new(config, name).map_err(|e| e.to_string())?;
     let mut sock = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| e.to_string())?;
     sock.set_read_timeout(Some(Duration::from_secs(20))).map_err(|e| e.to_string())?;
     let mut tls = rustls::Stream::new(&mut conn, &mut sock);

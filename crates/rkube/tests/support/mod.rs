@@ -339,10 +339,27 @@ pub fn https_get(addr: SocketAddr, tls_dir: &Path, path: &str) -> Result<(u16, S
 /// A rustls client configuration that trusts `<tls_dir>/ca.crt` and
 /// presents the admin certificate `<tls_dir>/admin.crt`.
 pub fn admin_tls_config(tls_dir: &Path) -> Result<Arc<rustls::ClientConfig>, String> {
-    let read = |name: &str| std::fs::read(tls_dir.join(name)).map_err(|e| format!("read {name}: {e}"));
-    let ca = CertificateDer::from_pem_slice(&read("ca.crt")?).map_err(|e| format!("ca.crt: {e}"))?;
-    let cert = CertificateDer::from_pem_slice(&read("admin.crt")?).map_err(|e| format!("admin.crt: {e}"))?;
-    let key = PrivateKeyDer::from_pem_slice(&read("admin.key")?).map_err(|e| format!("admin.key: {e}"))?;
+    let read = |name: &str| std::fs::read_to_string(tls_dir.join(name)).map_err(|e| format!("read {name}: {e}"));
+    client_tls_config(tls_dir, &read("admin.crt")?, &read("admin.key")?)
+}
+
+/// A TLS client configuration for a user of our own: a fresh client
+/// certificate from the cluster CA in `tls_dir` with CN `user` and O `group`
+/// (how x509 authentication names the user and its group).
+pub fn user_tls_config(tls_dir: &Path, user: &str, group: Option<&str>) -> Result<Arc<rustls::ClientConfig>, String> {
+    let read = |name: &str| std::fs::read_to_string(tls_dir.join(name)).map_err(|e| format!("read {name}: {e}"));
+    let ca = rkube_pki::CertAndKey { cert_pem: read("ca.crt")?, key_pem: read("ca.key")? };
+    let pair = rkube_pki::issue_client_certificate(&ca, user, group).map_err(|e| e.to_string())?;
+    client_tls_config(tls_dir, &pair.cert_pem, &pair.key_pem)
+}
+
+/// A TLS client configuration trusting the cluster CA in `tls_dir` and
+/// presenting the client certificate and key given as PEM.
+fn client_tls_config(tls_dir: &Path, cert_pem: &str, key_pem: &str) -> Result<Arc<rustls::ClientConfig>, String> {
+    let ca = std::fs::read(tls_dir.join("ca.crt")).map_err(|e| format!("read ca.crt: {e}"))?;
+    let ca = CertificateDer::from_pem_slice(&ca).map_err(|e| format!("ca.crt: {e}"))?;
+    let cert = CertificateDer::from_pem_slice(cert_pem.as_bytes()).map_err(|e| format!("client certificate: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| format!("client key: {e}"))?;
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca).map_err(|e| e.to_string())?;
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
