@@ -28,6 +28,7 @@ use crate::storage::ipalloc::ServiceAllocator;
 use crate::storage::namespaces::{self, NamespaceLifecycle};
 use crate::storage::ResourceStore;
 
+pub mod auth;
 pub mod binding;
 pub mod body;
 pub mod connect;
@@ -199,12 +200,25 @@ impl Api {
     /// Serves one request (the router's fallback for every path it does not
     /// route itself).
     pub async fn handle(&self, req: Request) -> Response {
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         let query = Query::parse(parts.uri.query());
+        // Kept for the streaming subresources and proxy (connection upgrades, forwarding).
+        let raw = connect::Raw {
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+            upgrade: parts.extensions.remove::<hyper::upgrade::OnUpgrade>(),
+            remote: parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0),
+        };
         let Some(request) = request::parse(&parts.method, parts.uri.path(), &query) else {
             return StatusError::path_not_found().into_response();
         };
-        match self.serve(&request, query, parts.headers, body).await {
+        let result = if auth::serves(&request) {
+            let user = parts.extensions.get::<crate::authn::UserInfo>().cloned();
+            auth::handle(self, &request, query, parts.headers, user, body).await
+        } else {
+            self.serve(&request, query, parts.headers, body, raw).await
+        };
+        match result {
             Ok(resp) => resp,
             Err(e) => {
                 tracing::debug!(component = crate::COMPONENT, method = %parts.method, path = %parts.uri.path(), code = e.code(), error = %e, "request failed");
@@ -219,6 +233,7 @@ impl Api {
         query: Query,
         headers: HeaderMap,
         body: Body,
+        raw: connect::Raw,
     ) -> Result<Response, ApiError> {
         let info =
             self.registry.lookup(&request.group, &request.version, &request.resource).ok_or(ApiError::PathNotFound)?;
@@ -246,10 +261,10 @@ impl Api {
         let is_pod_subresource =
             info.group.is_empty() && info.plural == "pods" && POD_SUBRESOURCES.contains(&request.subresource.as_str());
         if is_binding || is_pod_subresource {
-            return self.serve_pod_subresource(request, info, verb, query, headers, body).await;
+            return self.serve_pod_subresource(request, info, verb, query, headers, body, raw).await;
         }
         if info.group.is_empty() && request.subresource == "proxy" {
-            return connect::proxy(self, info, request).await;
+            return connect::proxy(self, info, request, headers, body, raw).await;
         }
         if !self.stores.contains_key(&(info.group, info.version, info.plural)) {
             if let Some(conv) = Conversion::for_resource(info) {
@@ -287,6 +302,7 @@ const POD_SUBRESOURCES: [&str; 8] =
 
 impl Api {
     /// `bindings` and the pod subresources of [`POD_SUBRESOURCES`].
+    #[allow(clippy::too_many_arguments)]
     async fn serve_pod_subresource(
         &self,
         request: &RequestInfo,
@@ -295,6 +311,7 @@ impl Api {
         query: Query,
         headers: HeaderMap,
         body: Body,
+        raw: connect::Raw,
     ) -> Result<Response, ApiError> {
         let pods = self.stores.get(&("", "v1", "pods")).ok_or(ApiError::PathNotFound)?;
         let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
@@ -308,8 +325,8 @@ impl Api {
             "binding" => binding::handle(&ctx, pods, Some(&request.name), body).await,
             "eviction" => eviction::handle(&ctx, pods, body).await,
             "ephemeralcontainers" => ephemeral::handle(&ctx, pods, verb, body).await,
-            "proxy" => connect::proxy(self, info, request).await,
-            sub => connect::handle(&ctx, pods, sub).await,
+            "proxy" => connect::proxy(self, info, request, headers, body, raw).await,
+            sub => connect::handle(&ctx, pods, sub, raw).await,
         }
     }
 }
