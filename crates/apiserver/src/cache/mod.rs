@@ -7,8 +7,9 @@
 //! at revision R, then one store watch from R+1 with progress
 //! notifications. It keeps
 //!
-//! - the current objects: key → stored bytes (shared with the store's
-//!   `KeyValue`, not copied) and mod revision, decoded on demand;
+//! - the current objects: key → the object's JSON as a list item and its
+//!   mod revision ([`encoded`]: encoded once, so full lists are a
+//!   concatenation of bytes), decoded on demand;
 //! - a ring buffer of the last [`CacheOptions::capacity`] events (keys and
 //!   bytes, again shared), so that watches from a recent resourceVersion
 //!   replay from memory;
@@ -23,10 +24,18 @@
 //!   judge: the caller falls back to the store, which answers from its
 //!   history or 410 if compacted;
 //! - each store event is decoded once and offered to every watcher without
-//!   blocking; a watcher whose channel ([`CacheOptions::watcher_buffer`]
-//!   events) is full is terminated — its stream ends and the client
-//!   re-watches from the last resourceVersion it saw, as with upstream's
-//!   `cacheWatcher` — so one slow reader never holds back the others;
+//!   blocking, as one shared object whose JSON encoding is also computed
+//!   once for all of them (upstream's `cachingObject`), so a watcher costs
+//!   a pointer copy and its own write per event;
+//! - a watcher whose channel ([`CacheOptions::watcher_buffer`] events) is
+//!   full is detached from the live fan-out, so one slow reader never holds
+//!   back the others; once it has drained its channel it catches up from
+//!   the event buffer and re-attaches. Only a watcher that falls out of the
+//!   buffer's window is terminated — its stream ends and the client
+//!   re-watches, as with upstream's `cacheWatcher` (upstream terminates a
+//!   watcher as soon as its channel stays full beyond a small time budget;
+//!   catching up from the buffer keeps slow-but-moving watchers through
+//!   bursts);
 //! - selectors are applied per watcher with upstream's transitions (an
 //!   object that stops matching is `DELETED`, one that starts is `ADDED`);
 //! - store progress notifications become the cache's revision and, for
@@ -46,7 +55,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -58,11 +67,15 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::storage::watch::{error_event, Event, EventType, WatchOptions, INITIAL_EVENTS_END_ANNOTATION};
+use crate::storage::watch::{error_event, Event, EventType, SharedObject, WatchOptions, INITIAL_EVENTS_END_ANNOTATION};
 use crate::storage::{continue_token, ListResult, Predicate};
 
+mod encoded;
 #[cfg(test)]
 mod tests;
+
+pub use encoded::EncodedList;
+use encoded::ItemForm;
 
 /// How many events a client's own channel holds before the per-watcher task
 /// waits for the client (the same depth as the store-backed watch).
@@ -83,8 +96,9 @@ pub struct CacheOptions {
     /// (upstream sizes its buffer between 100 and 102,400 events by a 75 s
     /// window; a fixed bound is simpler and predictable). Default 10,000.
     pub capacity: usize,
-    /// Events that may wait for one watcher before it is terminated as too
-    /// slow (upstream: 10–1,000 depending on the resource). Default 1,024.
+    /// Events that may wait for one watcher before it is detached from the
+    /// live fan-out and must catch up from the event buffer (upstream: a
+    /// channel of 10–1,000 events depending on the resource). Default 1,024.
     pub watcher_buffer: usize,
     /// How long a list or watch waits for the cache to reach the revision it
     /// needs before falling back to the store (upstream: 3 s). Default 3 s.
@@ -123,6 +137,8 @@ struct Inner {
     root: String,
     /// A BOOKMARK object of the kind (its resourceVersion is set per use).
     bookmark: Value,
+    /// How objects are kept.
+    form: Arc<ItemForm>,
     opts: CacheOptions,
     state: RwLock<State>,
     /// `(ready, revision)`, published after every change.
@@ -151,8 +167,9 @@ struct State {
 
 #[derive(Clone)]
 struct Entry {
+    /// The list-item JSON ([`encoded`]), resourceVersion (the mod
+    /// revision) included.
     value: Bytes,
-    mod_revision: Revision,
 }
 
 /// One buffered event: bytes only, decoded again on replay.
@@ -165,12 +182,13 @@ struct Recorded {
     prev: Option<Bytes>,
 }
 
-/// A decoded change as watchers receive it. Both objects carry
-/// `resourceVersion` = `revision` (upstream sets the deletion's revision on
-/// the previous state of a deleted object too).
+/// A decoded change as watchers receive it, shared by all of them. Both
+/// objects carry `resourceVersion` = `revision` (upstream sets the
+/// deletion's revision on the previous state of a deleted object too).
 struct Decoded {
-    object: Option<Value>,
-    prev: Option<Value>,
+    revision: Revision,
+    object: Option<Arc<SharedObject>>,
+    prev: Option<Arc<SharedObject>>,
 }
 
 enum Live {
@@ -182,15 +200,21 @@ struct Slot {
     id: u64,
     prefix: String,
     tx: mpsc::Sender<Arc<Live>>,
+    /// Set when the dispatcher detaches the watcher for falling behind (as
+    /// opposed to a reset or shutdown): it may then catch up.
+    lagged: Arc<AtomicBool>,
 }
+
+/// A watcher's live channel and its detached-for-lag flag.
+type Attachment = (mpsc::Receiver<Arc<Live>>, Arc<AtomicBool>);
 
 /// What a new watcher gets before live events.
 enum Replay {
     /// Initial `ADDED` events for these objects, then (with
     /// `sendInitialEvents=true`) the initial-events-end bookmark at the revision.
     Snapshot(Vec<(Arc<str>, Entry)>, Revision),
-    /// Buffered events after the watch's revision.
-    Events(Vec<Recorded>),
+    /// Buffered events after the watch's revision (the first field).
+    Events(Revision, Vec<Recorded>),
 }
 
 impl WatchCache {
@@ -209,6 +233,7 @@ impl WatchCache {
             store,
             root: root.to_string(),
             bookmark,
+            form: Arc::new(ItemForm::new(kind, api_version)),
             opts,
             state: RwLock::new(State::default()),
             progress,
@@ -320,7 +345,31 @@ impl WatchCache {
             }
             (collect_prefix(&state.objects, prefix), state.revision)
         };
-        Some(list_entries(prefix, &entries, revision, predicate, limit))
+        Some(list_entries(&self.inner.form, prefix, &entries, revision, predicate, limit))
+    }
+
+    /// Every object under `prefix` as list-item JSON, in key order, at the
+    /// cache's revision once it satisfies `freshness` (see
+    /// `ResourceStore::list_encoded`). `None` as for [`WatchCache::list`].
+    pub async fn list_items(&self, prefix: &str, freshness: Freshness) -> Option<(Vec<Bytes>, Revision)> {
+        if freshness == Freshness::Any && !self.status().0 {
+            self.start();
+            return None;
+        }
+        if !self.wait_fresh(freshness).await {
+            return None;
+        }
+        let state = self.inner.state.read().expect("watch cache state");
+        if !state.ready {
+            return None;
+        }
+        let items = state
+            .objects
+            .range::<str, _>((std::ops::Bound::Included(prefix), std::ops::Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, e)| e.value.clone())
+            .collect();
+        Some((items, state.revision))
     }
 
     /// Starts a watch of `prefix` served from the cache (see the module
@@ -337,8 +386,7 @@ impl WatchCache {
             return None;
         }
         let (tx, rx) = mpsc::channel(CLIENT_CHANNEL_CAPACITY);
-        let (live_tx, live_rx) = mpsc::channel(self.inner.opts.watcher_buffer);
-        let replay = {
+        let (replay, attachment) = {
             let mut state = self.inner.state.write().expect("watch cache state");
             if !state.ready {
                 return None;
@@ -356,21 +404,21 @@ impl WatchCache {
                     let _ = tx.try_send(error_event(&err));
                     return Some(rx);
                 }
-                let first = state.events.partition_point(|e| e.revision <= from);
-                Replay::Events(state.events.range(first..).filter(|e| e.key.starts_with(prefix)).cloned().collect())
+                Replay::Events(from, buffered_after(&state, prefix, from))
             };
-            let id = self.inner.next_watcher.fetch_add(1, Ordering::Relaxed);
-            state.watchers.push(Slot { id, prefix: prefix.to_string(), tx: live_tx });
-            replay
+            (replay, self.inner.attach(&mut state, prefix))
         };
         let watcher = Watcher {
+            cache: Arc::downgrade(&self.inner),
+            prefix: prefix.to_string(),
+            form: self.inner.form.clone(),
             predicate: opts.predicate.clone(),
             allow_bookmarks: opts.allow_bookmarks,
             initial_end_bookmark: opts.send_initial_events == Some(true),
             bookmark: self.inner.bookmark.clone(),
             tx,
         };
-        tokio::spawn(watcher.run(replay, live_rx));
+        tokio::spawn(watcher.run(replay, attachment));
         Some(rx)
     }
 }
@@ -392,11 +440,18 @@ fn collect_prefix(objects: &BTreeMap<Arc<str>, Entry>, prefix: &str) -> Vec<(Arc
         .collect()
 }
 
+/// The buffered events after revision `from` under `prefix` (cheap clones).
+fn buffered_after(state: &State, prefix: &str, from: Revision) -> Vec<Recorded> {
+    let first = state.events.partition_point(|e| e.revision <= from);
+    state.events.range(first..).filter(|e| e.key.starts_with(prefix)).cloned().collect()
+}
+
 /// Lists at least this long are decoded on several threads.
 const PARALLEL_DECODE_MIN: usize = 4_096;
 
 /// Decodes, filters and paginates a snapshot (sorted by key).
 fn list_entries(
+    form: &ItemForm,
     prefix: &str,
     entries: &[(Arc<str>, Entry)],
     revision: Revision,
@@ -405,14 +460,14 @@ fn list_entries(
 ) -> Result<ListResult, ApiError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if limit.is_some() || entries.len() < PARALLEL_DECODE_MIN || threads < 2 {
-        return list_page(prefix, entries, revision, predicate, limit);
+        return list_page(form, prefix, entries, revision, predicate, limit);
     }
     // Decoding dominates a full list: split it over the cores, keeping key order.
     let chunk = entries.len().div_ceil(threads);
     let parts: Vec<Result<ListResult, ApiError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = entries
             .chunks(chunk)
-            .map(|part| scope.spawn(move || list_page(prefix, part, revision, predicate, None)))
+            .map(|part| scope.spawn(move || list_page(form, prefix, part, revision, predicate, None)))
             .collect();
         handles.into_iter().map(|h| h.join().expect("a decoding thread panicked")).collect()
     });
@@ -425,6 +480,7 @@ fn list_entries(
 
 /// [`list_entries`] on one thread.
 fn list_page(
+    form: &ItemForm,
     prefix: &str,
     entries: &[(Arc<str>, Entry)],
     revision: Revision,
@@ -434,7 +490,7 @@ fn list_page(
     let mut items = Vec::with_capacity(limit.unwrap_or(entries.len()).min(entries.len()));
     let mut next = None;
     for (i, (key, entry)) in entries.iter().enumerate() {
-        let obj = decode(key, &entry.value, entry.mod_revision)?;
+        let obj = form.decode(key, &entry.value)?;
         if predicate.matches(&obj) {
             items.push(obj);
             if limit.is_some_and(|l| items.len() >= l) {
@@ -461,14 +517,39 @@ fn decode(key: &str, value: &[u8], revision: Revision) -> Result<Value, ApiError
 
 impl Recorded {
     fn decode(&self) -> Result<Decoded, ApiError> {
+        let shared = |v: &Bytes| decode(&self.key, v, self.revision).map(|o| Arc::new(SharedObject::new(o)));
         Ok(Decoded {
-            object: self.value.as_ref().map(|v| decode(&self.key, v, self.revision)).transpose()?,
-            prev: self.prev.as_ref().map(|v| decode(&self.key, v, self.revision)).transpose()?,
+            revision: self.revision,
+            object: self.value.as_ref().map(shared).transpose()?,
+            prev: self.prev.as_ref().map(shared).transpose()?,
         })
     }
 }
 
 impl Inner {
+    /// Registers a live channel for a watcher of `prefix`; call with the
+    /// state locked right after computing its replay, so no event is missed.
+    fn attach(&self, state: &mut State, prefix: &str) -> Attachment {
+        let (tx, rx) = mpsc::channel(self.opts.watcher_buffer.max(1));
+        let lagged = Arc::new(AtomicBool::new(false));
+        let id = self.next_watcher.fetch_add(1, Ordering::Relaxed);
+        state.watchers.push(Slot { id, prefix: prefix.to_string(), tx, lagged: lagged.clone() });
+        (rx, lagged)
+    }
+
+    /// Re-attaches a watcher that was detached for falling behind and has
+    /// delivered every event up to `from`: the buffered events after it,
+    /// then live ones. `None` once `from` has left the buffer's window (or
+    /// the cache has been reset past it): the watch must end.
+    fn resume(&self, prefix: &str, from: Revision) -> Option<(Vec<Recorded>, Attachment)> {
+        let mut state = self.state.write().expect("watch cache state");
+        if !state.ready || from < state.window_start || from < state.start_revision {
+            return None;
+        }
+        let events = buffered_after(&state, prefix, from);
+        Some((events, self.attach(&mut state, prefix)))
+    }
+
     /// The dispatcher: list, watch, apply; on failure, reset and start over.
     async fn run(self: Arc<Self>, mut progress_requests: mpsc::UnboundedReceiver<()>) {
         let mut delay = RESYNC_DELAY;
@@ -497,13 +578,10 @@ impl Inner {
         };
         let revision = list.revision;
         let count = list.kvs.len();
+        let objects = self.initial_objects(list.kvs);
         {
             let mut state = self.state.write().expect("watch cache state");
-            state.objects = list
-                .kvs
-                .into_iter()
-                .map(|kv| (Arc::from(kv.key), Entry { value: kv.value, mod_revision: kv.mod_revision }))
-                .collect();
+            state.objects = objects;
             state.events.clear();
             state.revision = revision;
             state.start_revision = revision;
@@ -532,6 +610,28 @@ impl Inner {
                 }
             }
         }
+    }
+
+    /// The initial list in the cache's form, encoded on several threads
+    /// when long (as large lists are decoded).
+    fn initial_objects(&self, kvs: Vec<rkube_store::KeyValue>) -> BTreeMap<Arc<str>, Entry> {
+        let convert = |kvs: &[rkube_store::KeyValue]| -> Vec<(Arc<str>, Entry)> {
+            kvs.iter()
+                .map(|kv| {
+                    let value = self.form.item_of_stored(&kv.key, &kv.value, kv.mod_revision);
+                    (Arc::from(kv.key.as_str()), Entry { value })
+                })
+                .collect()
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if kvs.len() < PARALLEL_DECODE_MIN || threads < 2 {
+            return convert(&kvs).into_iter().collect();
+        }
+        let chunk = kvs.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = kvs.chunks(chunk).map(|part| scope.spawn(move || convert(part))).collect();
+            handles.into_iter().flat_map(|h| h.join().expect("an encoding thread panicked")).collect()
+        })
     }
 
     /// Applies one store event and offers it to every watcher.
@@ -566,10 +666,16 @@ impl Inner {
                 None
             }
         };
+        // The cache's form of the new state, encoded once, outside the lock.
+        let item = match (&recorded.value, decoded.as_deref()) {
+            (Some(_), Some(Live::Change(Decoded { object: Some(obj), .. }))) => Some(self.form.encode(obj)),
+            (Some(value), _) => Some(value.clone()),
+            (None, _) => None,
+        };
         let mut state = self.state.write().expect("watch cache state");
-        match &recorded.value {
+        match item {
             Some(value) => {
-                let entry = Entry { value: value.clone(), mod_revision: recorded.revision };
+                let entry = Entry { value };
                 state.objects.insert(recorded.key.clone(), entry);
             }
             None => {
@@ -603,8 +709,10 @@ impl Inner {
             match slot.tx.try_send(live.clone()) {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
-                    tracing::info!(component = crate::COMPONENT, root = %root, watcher = slot.id,
-                        "terminating a watcher that fell too far behind");
+                    // It drains its channel, then catches up from the buffer.
+                    tracing::debug!(component = crate::COMPONENT, root = %root, watcher = slot.id,
+                        "detaching a watcher that fell behind; it will catch up from the event buffer");
+                    slot.lagged.store(true, Ordering::SeqCst);
                     false
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
@@ -615,6 +723,11 @@ impl Inner {
 
 /// The task feeding one API watch.
 struct Watcher {
+    form: Arc<ItemForm>,
+    /// To catch up after falling behind; weak so watchers never keep a
+    /// dropped cache alive.
+    cache: Weak<Inner>,
+    prefix: String,
     predicate: Predicate,
     allow_bookmarks: bool,
     initial_end_bookmark: bool,
@@ -623,11 +736,12 @@ struct Watcher {
 }
 
 impl Watcher {
-    async fn run(self, replay: Replay, mut live: mpsc::Receiver<Arc<Live>>) {
-        match replay {
+    async fn run(self, replay: Replay, attachment: Attachment) {
+        // Every change up to `last` has been offered to the client.
+        let mut last = match replay {
             Replay::Snapshot(entries, revision) => {
                 for (key, entry) in entries {
-                    let obj = match decode(&key, &entry.value, entry.mod_revision) {
+                    let obj = match self.form.decode(&key, &entry.value) {
                         Ok(obj) => obj,
                         Err(e) => return self.fail(&e).await,
                     };
@@ -642,28 +756,42 @@ impl Watcher {
                         return;
                     }
                 }
+                revision
             }
-            Replay::Events(events) => {
-                for recorded in events {
-                    let decoded = match recorded.decode() {
-                        Ok(d) => d,
-                        Err(e) => return self.fail(&e).await,
-                    };
-                    if let Some(event) = self.convert(&Live::Change(decoded)) {
-                        if self.tx.send(event).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        }
+            Replay::Events(from, events) => match self.replay(from, events).await {
+                Some(last) => last,
+                None => return,
+            },
+        };
+        let (mut live, mut lagged) = attachment;
         loop {
             let item = tokio::select! {
                 item = live.recv() => item,
                 _ = self.tx.closed() => return,
             };
-            // `None`: terminated as too slow, or the cache reset.
-            let Some(item) = item else { return };
+            let Some(item) = item else {
+                // Detached: for falling behind (catch up from the buffer),
+                // or because the cache reset or went away (end the watch).
+                if !lagged.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Some((events, attachment)) = self.cache.upgrade().and_then(|c| c.resume(&self.prefix, last)) else {
+                    tracing::info!(component = crate::COMPONENT, prefix = %self.prefix, revision = last,
+                        "terminating a watcher that fell behind the watch cache's event buffer");
+                    return;
+                };
+                (live, lagged) = attachment;
+                last = match self.replay(last, events).await {
+                    Some(last) => last,
+                    None => return,
+                };
+                continue;
+            };
+            last = match &*item {
+                Live::Change(change) => change.revision,
+                Live::Progress(revision) => *revision,
+            }
+            .max(last);
             if let Some(event) = self.convert(&item) {
                 if self.tx.send(event).await.is_err() {
                     return;
@@ -672,8 +800,30 @@ impl Watcher {
         }
     }
 
+    /// Sends buffered events (after `from`); the last revision sent, or
+    /// `None` if the watch is over.
+    async fn replay(&self, from: Revision, events: Vec<Recorded>) -> Option<Revision> {
+        let mut last = from;
+        for recorded in events {
+            let decoded = match recorded.decode() {
+                Ok(d) => d,
+                Err(e) => {
+                    self.fail(&e).await;
+                    return None;
+                }
+            };
+            last = recorded.revision;
+            if let Some(event) = self.convert(&Live::Change(decoded)) {
+                if self.tx.send(event).await.is_err() {
+                    return None;
+                }
+            }
+        }
+        Some(last)
+    }
+
     async fn send(&self, kind: EventType, object: Value) -> bool {
-        self.tx.send(Event { kind, object }).await.is_ok()
+        self.tx.send(Event::new(kind, object)).await.is_ok()
     }
 
     async fn fail(&self, err: &ApiError) {
@@ -690,9 +840,7 @@ impl Watcher {
     fn convert(&self, live: &Live) -> Option<Event> {
         let change = match live {
             Live::Progress(revision) => {
-                return self
-                    .allow_bookmarks
-                    .then(|| Event { kind: EventType::Bookmark, object: self.bookmark_at(*revision) });
+                return self.allow_bookmarks.then(|| Event::new(EventType::Bookmark, self.bookmark_at(*revision)));
             }
             Live::Change(change) => change,
         };

@@ -150,9 +150,64 @@ async fn many_watchers_each_see_every_event_once_in_order() {
 }
 
 #[tokio::test]
-async fn a_slow_watcher_is_cut_off_without_holding_back_the_others() {
+async fn a_slow_watcher_catches_up_after_a_burst_and_is_not_cut_off() {
     let (_dir, store) = store().await;
-    let cms = started(&store, CacheOptions { watcher_buffer: 8, ..Default::default() }).await;
+    let cms = Arc::new(started(&store, CacheOptions { watcher_buffer: 8, ..Default::default() }).await);
+    let start = store.current_revision().await.unwrap();
+    let watch = || WatchOptions { resource_version: start.to_string(), ..Default::default() };
+    let mut slow = cms.watch("default", watch()).await.unwrap();
+    let mut fast = cms.watch("default", watch()).await.unwrap();
+    let (writers, per_writer) = (16, 40);
+    let total = writers * per_writer;
+    let fast_reader = tokio::spawn(async move {
+        for _ in 0..total {
+            assert_eq!(next(&mut fast).await.kind, EventType::Added);
+        }
+        fast
+    });
+    // A burst from concurrent writers while the slow watcher reads nothing:
+    // far more events than its channels hold (8 live + 256 to the client).
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let cms = cms.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per_writer {
+                create(&cms, &format!("w{w}-{i}")).await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let _fast = fast_reader.await.unwrap();
+
+    // Now it reads, slowly: every event arrives once, in revision order.
+    let mut seen = BTreeSet::new();
+    let mut last = start;
+    for i in 0..total {
+        let event = next(&mut slow).await;
+        assert_eq!(event.kind, EventType::Added);
+        let revision = rv(&event.object);
+        assert!(revision > last, "revisions strictly increase: {revision} after {last}");
+        last = revision;
+        assert!(seen.insert(summary(&event).1), "each object once");
+        if i % 50 == 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    assert_eq!(seen.len(), total);
+    // Still attached: a later write reaches it live.
+    create(&cms, "after").await;
+    assert_eq!(summary(&next(&mut slow).await), (EventType::Added, "after".into()));
+    assert_eq!(cms.watch_cache().unwrap().watcher_count(), 2, "both watchers are registered");
+}
+
+#[tokio::test]
+async fn a_watcher_left_behind_by_the_event_buffer_is_cut_off_without_holding_back_the_others() {
+    let (_dir, store) = store().await;
+    // The buffer keeps the last 100 events: the slow watcher, which reads
+    // nothing while 400 events pass, cannot catch up from it.
+    let cms = started(&store, CacheOptions { watcher_buffer: 8, capacity: 100, ..Default::default() }).await;
     let start = store.current_revision().await.unwrap().to_string();
     let mut slow =
         cms.watch("default", WatchOptions { resource_version: start.clone(), ..Default::default() }).await.unwrap();
@@ -311,22 +366,65 @@ async fn initial_events_end_with_a_bookmark_and_bookmarks_follow_progress() {
 
 #[test]
 fn large_lists_decoded_in_parallel_keep_key_order_and_filter() {
+    let form = super::ItemForm::new("ConfigMap", "v1");
     let entries: Vec<(Arc<str>, super::Entry)> = (0..super::PARALLEL_DECODE_MIN + 1000)
         .map(|i| {
             let name = format!("cm-{i:06}");
-            let value = serde_json::to_vec(&cm(&name, json!({"even": (i % 2 == 0).to_string()}))).unwrap();
-            (
-                Arc::from(format!("/registry/configmaps/default/{name}")),
-                super::Entry { value: value.into(), mod_revision: i as i64 + 1 },
-            )
+            let key = format!("/registry/configmaps/default/{name}");
+            let stored = serde_json::to_vec(&cm(&name, json!({"even": (i % 2 == 0).to_string()}))).unwrap();
+            let value = form.item_of_stored(&key, &stored.into(), i as i64 + 1);
+            (Arc::from(key), super::Entry { value })
         })
         .collect();
     let predicate = Predicate::parse(Some("even=true"), None, "ConfigMap", "").unwrap();
     let prefix = "/registry/configmaps/";
-    let parallel = super::list_entries(prefix, &entries, 99_999, &predicate, None).unwrap();
-    let single = super::list_page(prefix, &entries, 99_999, &predicate, None).unwrap();
+    let parallel = super::list_entries(&form, prefix, &entries, 99_999, &predicate, None).unwrap();
+    let single = super::list_page(&form, prefix, &entries, 99_999, &predicate, None).unwrap();
     assert_eq!(parallel.items.len(), entries.len() / 2);
     assert_eq!(parallel, single);
     assert_eq!(parallel.items[1]["metadata"]["name"], "cm-000002");
     assert_eq!(parallel.items[1]["metadata"]["resourceVersion"], "3");
+}
+
+#[tokio::test]
+async fn encoded_lists_hold_the_decoded_items_without_kind_and_api_version() {
+    let (_dir, store) = store().await;
+    let cms = started(&store, CacheOptions::default()).await;
+    create(&cms, "a").await;
+    create(&cms, "b").await;
+    let w = WriteOptions::default();
+    let changed = cm("a", json!({"v": "2"}));
+    cms.update("default", "a", UpdateKind::Main, &w, |_| Ok(changed.clone())).await.unwrap();
+    create(&cms, "c").await;
+    cms.delete("default", "c", &DeleteOptions::default()).await.unwrap();
+
+    let opts = ListOptions::default();
+    let decoded = cms.list("default", &opts).await.unwrap();
+    let encoded = cms.list_encoded("default", &opts).await.expect("an unfiltered list is served encoded");
+    assert_eq!(encoded.revision, decoded.revision);
+    let body: Value = serde_json::from_slice(&encoded.to_json("ConfigMapList", "v1")).unwrap();
+    assert_eq!(body["kind"], "ConfigMapList");
+    assert_eq!(body["apiVersion"], "v1");
+    assert_eq!(body["metadata"]["resourceVersion"], decoded.revision.to_string());
+    // Upstream's typed lists carry items without kind and apiVersion.
+    let expected: Vec<Value> = decoded
+        .items
+        .iter()
+        .map(|item| {
+            assert_eq!(item["kind"], "ConfigMap", "decoded objects have their kind back");
+            let mut item = item.clone();
+            item.as_object_mut().unwrap().retain(|k, _| k != "kind" && k != "apiVersion");
+            item
+        })
+        .collect();
+    assert_eq!(body["items"], Value::Array(expected));
+    assert_eq!(body["items"][0]["metadata"]["labels"]["v"], "2", "the updated state");
+    assert_eq!(body["items"].as_array().unwrap().len(), 2, "the deleted object is gone");
+
+    // Filtered or paginated lists need the decoded objects.
+    let paged = ListOptions { limit: Some(1), ..Default::default() };
+    assert!(cms.list_encoded("default", &paged).await.is_none());
+    let filtered =
+        ListOptions { predicate: Predicate::parse(Some("v=2"), None, "ConfigMap", "").unwrap(), ..Default::default() };
+    assert!(cms.list_encoded("default", &filtered).await.is_none());
 }

@@ -1,11 +1,12 @@
 //! GET of a collection.
 
-use axum::http::StatusCode;
-use axum::response::Response;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use rkube_apimachinery::registry::ResourceInfo;
 use rkube_apimachinery::{typed, ApiError};
 use serde_json::{json, Value};
 
+use super::negotiate::Format;
 use super::{query, response, Ctx};
 use crate::storage::ListResult;
 
@@ -13,6 +14,13 @@ use crate::storage::ListResult;
 /// upstream; answers `<Kind>List`.
 pub async fn handle(ctx: &Ctx<'_>) -> Result<Response, ApiError> {
     let opts = query::list_options(&ctx.query, ctx.info.kind, ctx.info.group)?;
+    if ctx.format == Format::Json {
+        // Unfiltered lists from the watch cache: its items are kept encoded.
+        if let Some(list) = ctx.store.list_encoded(&ctx.request.namespace, &opts).await {
+            let body = list.to_json(ctx.info.list_kind, &ctx.info.api_version());
+            return Ok((StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response());
+        }
+    }
     let result = ctx.store.list(&ctx.request.namespace, &opts).await?;
     Ok(response::reply(StatusCode::OK, list_body(ctx.info, result), ctx.format, ctx.info, &[]))
 }

@@ -15,7 +15,6 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rkube_apimachinery::registry::ResourceInfo;
 use rkube_apimachinery::ApiError;
-use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -103,11 +102,22 @@ impl EventStream {
             (Format::PartialMetadata, EventType::Added | EventType::Modified | EventType::Deleted) => {
                 table::partial_metadata(&event.object)
             }
-            _ => event.object,
+            // The object's encoding is shared by every watch sending it.
+            _ => return watch_line(event.kind, event.object.json()),
         };
-        let mut line = serde_json::to_vec(&json!({"type": event.kind.as_str(), "object": object}))
-            .unwrap_or_else(|_| serde_json::to_vec(&Value::Null).unwrap_or_default());
-        line.push(b'\n');
-        Bytes::from(line)
+        let json = serde_json::to_vec(&object).unwrap_or_else(|_| b"null".to_vec());
+        watch_line(event.kind, &json)
     }
+}
+
+/// `{"type":"<kind>","object":<object>}` and a newline.
+fn watch_line(kind: EventType, object: &[u8]) -> Bytes {
+    let kind = kind.as_str();
+    let mut line = Vec::with_capacity(object.len() + kind.len() + 24);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
 }

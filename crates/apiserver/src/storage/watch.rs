@@ -19,6 +19,9 @@
 //! serve the request: the cache is disabled or not fresh in time, or the
 //! revision is older than the cache's first list.
 
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
 use futures::StreamExt;
 use rkube_apimachinery::{meta, ApiError};
 use rkube_store::{RangeRequest, StoreError, WatchEvent as StoreEvent, WatchOptions as StoreWatchOptions};
@@ -66,8 +69,50 @@ impl EventType {
 pub struct Event {
     /// Its type.
     pub kind: EventType,
-    /// The object (a Status for `ERROR`).
-    pub object: Value,
+    /// The object (a Status for `ERROR`), shared by every watch the watch
+    /// cache delivers it to.
+    pub object: Arc<SharedObject>,
+}
+
+impl Event {
+    /// An event owning a fresh `object`.
+    pub fn new(kind: EventType, object: Value) -> Event {
+        Event { kind, object: Arc::new(SharedObject::new(object)) }
+    }
+}
+
+/// An object that many watches send: decoded once, and encoded as JSON at
+/// most once however many watches write it (upstream's `cachingObject`).
+/// Derefs to the object.
+#[derive(Debug, Default)]
+pub struct SharedObject {
+    value: Value,
+    json: OnceLock<Bytes>,
+}
+
+impl SharedObject {
+    /// Wraps `value`; nothing is encoded yet.
+    pub fn new(value: Value) -> SharedObject {
+        SharedObject { value, json: OnceLock::new() }
+    }
+
+    /// The object's compact JSON encoding, computed on first use.
+    pub fn json(&self) -> &Bytes {
+        self.json.get_or_init(|| Bytes::from(serde_json::to_vec(&self.value).unwrap_or_else(|_| b"null".to_vec())))
+    }
+}
+
+impl std::ops::Deref for SharedObject {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        &self.value
+    }
+}
+
+impl PartialEq for SharedObject {
+    fn eq(&self, other: &SharedObject) -> bool {
+        self.value == other.value
+    }
 }
 
 /// Options of a watch (already validated by the REST layer).
@@ -114,13 +159,13 @@ impl ResourceStore {
             for kv in &list.kvs {
                 let obj = self.decode(kv)?;
                 if opts.predicate.matches(&obj) {
-                    initial_events.push(Event { kind: EventType::Added, object: obj });
+                    initial_events.push(Event::new(EventType::Added, obj));
                 }
             }
             if opts.send_initial_events == Some(true) {
                 let mut mark = self.bookmark(list.revision);
                 mark["metadata"]["annotations"] = json!({INITIAL_EVENTS_END_ANNOTATION: "true"});
-                initial_events.push(Event { kind: EventType::Bookmark, object: mark });
+                initial_events.push(Event::new(EventType::Bookmark, mark));
             }
             list.revision + 1
         } else if requested == 0 {
@@ -213,23 +258,23 @@ impl Producer {
                     None => false,
                 };
                 match (before, now) {
-                    (false, true) => Some(Event { kind: EventType::Added, object: obj }),
-                    (true, true) => Some(Event { kind: EventType::Modified, object: obj }),
+                    (false, true) => Some(Event::new(EventType::Added, obj)),
+                    (true, true) => Some(Event::new(EventType::Modified, obj)),
                     (true, false) => {
                         let prev = prev.expect("a previous state matched");
-                        Some(Event { kind: EventType::Deleted, object: decode_at(&prev, kv.mod_revision)? })
+                        Some(Event::new(EventType::Deleted, decode_at(&prev, kv.mod_revision)?))
                     }
                     (false, false) => None,
                 }
             }
             StoreEvent::Delete { revision, prev, .. } => {
                 let obj = decode_at(&prev, revision)?;
-                self.predicate.matches(&obj).then_some(Event { kind: EventType::Deleted, object: obj })
+                self.predicate.matches(&obj).then_some(Event::new(EventType::Deleted, obj))
             }
             StoreEvent::Progress { revision } => self.allow_bookmarks.then(|| {
                 let mut mark = self.bookmark.clone();
                 meta::set(&mut mark, "resourceVersion", json!(revision.to_string()));
-                Event { kind: EventType::Bookmark, object: mark }
+                Event::new(EventType::Bookmark, mark)
             }),
         })
     }
@@ -247,5 +292,5 @@ impl Producer {
 
 /// An `ERROR` event carrying `err` as a Status.
 pub fn error_event(err: &ApiError) -> Event {
-    Event { kind: EventType::Error, object: err.to_status() }
+    Event::new(EventType::Error, err.to_status())
 }
