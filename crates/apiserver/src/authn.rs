@@ -144,19 +144,7 @@ mod tests {
         assert_eq!(status["details"], serde_json::json!({}));
     }
 
-    /// The cluster PKI in a temporary directory.
-    fn pki() -> (tempfile::TempDir, rkube_pki::ClusterPki) {
-        let dir = tempfile::tempdir().unwrap();
-        let names = rkube_pki::ServingNames {
-            advertise_address: "192.0.2.10".parse().unwrap(),
-            host_addresses: vec![],
-            kubernetes_service_ip: "10.43.0.1".parse().unwrap(),
-            cluster_domain: "cluster.local".into(),
-            extra: vec![],
-        };
-        let pki = rkube_pki::ClusterPki::ensure(&rkube_pki::PkiFiles::for_data_dir(dir.path()), &names).unwrap();
-        (dir, pki)
-    }
+    use crate::testing::pki;
 
     #[test]
     fn the_admin_certificate_names_system_admin_in_system_masters() {

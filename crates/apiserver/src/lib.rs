@@ -57,6 +57,8 @@ pub mod router;
 pub mod serviceaccount;
 pub mod status;
 pub mod storage;
+#[cfg(test)]
+mod testing;
 pub mod tls;
 
 pub use health::Health;

@@ -249,3 +249,10 @@ pub(crate) fn validate_immutable_data(new: &Value, old: &Value, data_fields: &[&
     }
     causes
 }
+
+/// `field: message` of each cause, for tests comparing with upstream's
+/// error text.
+#[cfg(test)]
+pub(crate) fn cause_texts(causes: Vec<StatusCause>) -> Vec<String> {
+    causes.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+}

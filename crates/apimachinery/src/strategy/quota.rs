@@ -264,10 +264,7 @@ impl Strategy for ResourceQuota {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn texts(causes: Vec<StatusCause>) -> Vec<String> {
-        causes.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
-    }
+    use crate::strategy::cause_texts as texts;
 
     #[test]
     fn hard_names_and_quantities() {

@@ -292,10 +292,7 @@ impl Strategy for Rbac {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn texts(causes: Vec<StatusCause>) -> Vec<String> {
-        causes.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
-    }
+    use crate::strategy::cause_texts as texts;
 
     fn create(kind: &str, mut obj: Value) -> Vec<String> {
         let s = Rbac::for_kind(kind).unwrap();

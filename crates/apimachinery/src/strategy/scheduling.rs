@@ -122,10 +122,7 @@ impl Strategy for PriorityClass {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn texts(causes: Vec<StatusCause>) -> Vec<String> {
-        causes.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
-    }
+    use crate::strategy::cause_texts as texts;
 
     #[test]
     fn values_and_system_names() {

@@ -191,10 +191,7 @@ impl Strategy for StorageClass {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn texts(causes: Vec<StatusCause>) -> Vec<String> {
-        causes.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
-    }
+    use crate::strategy::cause_texts as texts;
 
     #[test]
     fn v1_defaults() {

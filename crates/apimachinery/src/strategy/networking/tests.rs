@@ -1,8 +1,5 @@
 use super::*;
-
-fn texts(causes: Vec<StatusCause>) -> Vec<String> {
-    causes.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
-}
+use crate::strategy::cause_texts as texts;
 
 fn create(kind: &str, mut obj: Value) -> Vec<String> {
     let s = Networking::for_kind(kind, kind == "Ingress").unwrap();

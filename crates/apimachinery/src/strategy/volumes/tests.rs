@@ -1,8 +1,5 @@
 use super::*;
-
-fn texts(causes: Vec<StatusCause>) -> Vec<String> {
-    causes.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
-}
+use crate::strategy::cause_texts as texts;
 
 fn claim() -> Volumes {
     Volumes::for_kind("PersistentVolumeClaim").unwrap()

@@ -170,21 +170,7 @@ mod tests {
     use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
     use tokio_tungstenite::tungstenite::Message;
 
-    /// The cluster PKI in a temporary directory; its serving certificate
-    /// (signed by the cluster CA, valid for 127.0.0.1) stands in for a
-    /// kubelet's.
-    fn pki() -> (tempfile::TempDir, rkube_pki::ClusterPki) {
-        let dir = tempfile::tempdir().unwrap();
-        let names = rkube_pki::ServingNames {
-            advertise_address: "127.0.0.1".parse().unwrap(),
-            host_addresses: vec![],
-            kubernetes_service_ip: "10.43.0.1".parse().unwrap(),
-            cluster_domain: "cluster.local".into(),
-            extra: vec![],
-        };
-        let pki = rkube_pki::ClusterPki::ensure(&rkube_pki::PkiFiles::for_data_dir(dir.path()), &names).unwrap();
-        (dir, pki)
-    }
+    use crate::testing::pki;
 
     /// A TLS WebSocket endpoint speaking v5 like a kubelet: it records the
     /// client certificate's user, writes `hi` on stdout, a success Status

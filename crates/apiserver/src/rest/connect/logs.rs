@@ -248,18 +248,7 @@ mod tests {
         assert_eq!(e.to_string(), "strconv.ParseInt: parsing \"x\": invalid syntax");
     }
 
-    fn pki() -> (tempfile::TempDir, rkube_pki::ClusterPki) {
-        let dir = tempfile::tempdir().unwrap();
-        let names = rkube_pki::ServingNames {
-            advertise_address: "127.0.0.1".parse().unwrap(),
-            host_addresses: vec![],
-            kubernetes_service_ip: "10.43.0.1".parse().unwrap(),
-            cluster_domain: "cluster.local".into(),
-            extra: vec![],
-        };
-        let pki = rkube_pki::ClusterPki::ensure(&rkube_pki::PkiFiles::for_data_dir(dir.path()), &names).unwrap();
-        (dir, pki)
-    }
+    use crate::testing::pki;
 
     /// A kubelet whose serving certificate another CA signed: the log GET
     /// fails as Go's TLS verification does, unless

@@ -29,7 +29,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use super::backend::Backend;
-use super::upgrade::append_forwarded_for;
+use super::upgrade::send_upgrade;
 use super::Raw;
 
 /// The prefix of the tunnelling subprotocols.
@@ -88,30 +88,10 @@ pub async fn serve(kubelet: &Backend, path: &str, headers: &HeaderMap, raw: Raw)
             out.append("x-stream-protocol-version", v);
         }
     }
-    append_forwarded_for(&mut out, raw.remote);
-    let mut request = hyper::Request::builder()
-        .method(Method::POST)
-        .uri(path)
-        .body(Body::empty())
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    *request.headers_mut() = out;
-    let mut response = kubelet.send(request).await.map_err(|e| ApiError::Generic {
-        code: 500,
-        reason: "",
-        message: format!("error dialing backend: {e}"),
-    })?;
-    let status = response.status();
-    if status != StatusCode::SWITCHING_PROTOCOLS {
-        if status.as_u16() < 400 {
-            return Err(ApiError::Generic {
-                code: 500,
-                reason: "",
-                message: format!("invalid upgrade response: status code {}", status.as_u16()),
-            });
-        }
-        let (parts, body) = response.into_parts();
-        return Ok(Response::from_parts(parts, Body::new(body)));
-    }
+    let mut response = match send_upgrade(kubelet, Method::POST, path, out, raw.remote).await? {
+        Ok(switched) => switched,
+        Err(answer) => return Ok(answer),
+    };
     let lower = |name: header::HeaderName| {
         response.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase()
     };

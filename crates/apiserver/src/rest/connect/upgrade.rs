@@ -29,34 +29,14 @@ pub async fn pass_through(
     backend: &Backend,
     method: Method,
     path_and_query: &str,
-    mut headers: HeaderMap,
+    headers: HeaderMap,
     remote: Option<SocketAddr>,
     client: Option<hyper::upgrade::OnUpgrade>,
 ) -> Result<Response, ApiError> {
-    append_forwarded_for(&mut headers, remote);
-    let mut request = hyper::Request::builder()
-        .method(method)
-        .uri(path_and_query)
-        .body(Body::empty())
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    *request.headers_mut() = headers;
-    let mut response = backend.send(request).await.map_err(|e| ApiError::Generic {
-        code: 500,
-        reason: "",
-        message: format!("error dialing backend: {e}"),
-    })?;
-    let status = response.status();
-    if status != StatusCode::SWITCHING_PROTOCOLS {
-        if status.as_u16() < 400 {
-            return Err(ApiError::Generic {
-                code: 500,
-                reason: "",
-                message: format!("invalid upgrade response: status code {}", status.as_u16()),
-            });
-        }
-        let (parts, body) = response.into_parts();
-        return Ok(Response::from_parts(parts, Body::new(body)));
-    }
+    let mut response = match send_upgrade(backend, method, path_and_query, headers, remote).await? {
+        Ok(switched) => switched,
+        Err(answer) => return Ok(answer),
+    };
     let Some(client) = client else {
         return Err(ApiError::Internal("request connection cannot be hijacked".into()));
     };
@@ -78,6 +58,45 @@ pub async fn pass_through(
         }
     });
     Ok(out)
+}
+
+/// Sends an upgrade request to `backend` (with `X-Forwarded-For`
+/// appended): `Ok(Ok(response))` for its `101 Switching Protocols`,
+/// `Ok(Err(answer))` for an error status (400 and up) passed back as the
+/// backend sent it, and upstream's 500s for any other status or a backend
+/// that cannot be reached.
+pub async fn send_upgrade(
+    backend: &Backend,
+    method: Method,
+    path_and_query: &str,
+    mut headers: HeaderMap,
+    remote: Option<SocketAddr>,
+) -> Result<Result<hyper::Response<hyper::body::Incoming>, Response>, ApiError> {
+    append_forwarded_for(&mut headers, remote);
+    let mut request = hyper::Request::builder()
+        .method(method)
+        .uri(path_and_query)
+        .body(Body::empty())
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    *request.headers_mut() = headers;
+    let response = backend.send(request).await.map_err(|e| ApiError::Generic {
+        code: 500,
+        reason: "",
+        message: format!("error dialing backend: {e}"),
+    })?;
+    let status = response.status();
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        return Ok(Ok(response));
+    }
+    if status.as_u16() < 400 {
+        return Err(ApiError::Generic {
+            code: 500,
+            reason: "",
+            message: format!("invalid upgrade response: status code {}", status.as_u16()),
+        });
+    }
+    let (parts, body) = response.into_parts();
+    Ok(Err(Response::from_parts(parts, Body::new(body))))
 }
 
 /// Upstream's `AppendForwardedForHeader`: the client's IP after any
