@@ -4,7 +4,9 @@
 //! - the `kubernetes` Service in `default` (ClusterIP = the first address
 //!   of the service CIDR, port 443 `https` → the advertise address and
 //!   port), its Endpoints and its EndpointSlice (label
-//!   `kubernetes.io/service-name: kubernetes`), reconciled at start;
+//!   `kubernetes.io/service-name: kubernetes`), reconciled at start; as
+//!   upstream, no endpoints are written when the advertise address may not
+//!   be an endpoint (loopback, unspecified, link-local) — a warning says so;
 //! - the default ServiceCIDR `kubernetes` and an IPAddress object per
 //!   allocated ClusterIP (the allocator itself is
 //!   `crate::storage::ipalloc`; these objects mirror its table);
@@ -219,7 +221,9 @@ pub async fn ensure_system_objects(api: &Api, cluster: &ClusterConfig) -> Result
 }
 
 /// Creates or puts back the `kubernetes` Service, its Endpoints and its
-/// EndpointSlice (upstream's endpoint reconciler, every 10 s).
+/// EndpointSlice (upstream's endpoint reconciler, every 10 s). The
+/// endpoints are left out, with one warning per process, when the
+/// advertise address is one [`special_advertise_address`] refuses.
 pub async fn reconcile_kubernetes_service(api: &Api, cluster: &ClusterConfig) -> Result<(), ApiError> {
     let services = store(api, "", "v1", "services")?;
     let ip = cluster.service_cidr.first().to_string();
@@ -236,6 +240,20 @@ pub async fn reconcile_kubernetes_service(api: &Api, cluster: &ClusterConfig) ->
     ensure_service(services, svc).await?;
 
     let address = cluster.advertise_address.to_string();
+    if let Some(reason) = special_advertise_address(&address) {
+        // Upstream's endpoint reconciler fails validation here and leaves the
+        // endpoints absent; say so once instead of every 10 s.
+        if !SPECIAL_ADDRESS_WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(
+                component = crate::COMPONENT,
+                advertise_address = %address,
+                "the advertise address {reason}, so the kubernetes Service in namespace default gets no \
+                 Endpoints or EndpointSlice and clients inside the cluster cannot reach the API server \
+                 through it: set --advertise-address to a routable address of this host"
+            );
+        }
+        return Ok(());
+    }
     let endpoints = json!({
         "apiVersion": "v1", "kind": "Endpoints",
         "metadata": {"name": "kubernetes", "namespace": "default",
@@ -254,6 +272,16 @@ pub async fn reconcile_kubernetes_service(api: &Api, cluster: &ClusterConfig) ->
     });
     ensure(store(api, "discovery.k8s.io", "v1", "endpointslices")?, "default", slice, &["endpoints", "ports"]).await?;
     Ok(())
+}
+
+static SPECIAL_ADDRESS_WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Why `address` cannot be an endpoint (upstream's `ValidateEndpointIP`:
+/// unspecified, loopback, link-local), or `None` when it can.
+pub fn special_advertise_address(address: &str) -> Option<String> {
+    let path = rkube_apimachinery::validation::Path::new("ip");
+    let errs = rkube_apimachinery::strategy::endpoints::validate_endpoint_ip(address, &path);
+    errs.iter().next().map(|e| e.detail.clone())
 }
 
 /// Label naming the IP family of an IPAddress.
@@ -467,6 +495,16 @@ async fn collect_expired_leases(leases: &ResourceStore, own: &str) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn special_advertise_addresses_get_no_endpoints() {
+        assert_eq!(
+            special_advertise_address("127.0.0.1").as_deref(),
+            Some("may not be in the loopback range (127.0.0.0/8, ::1/128)")
+        );
+        assert!(special_advertise_address("0.0.0.0").is_some() && special_advertise_address("fe80::1").is_some());
+        assert_eq!(special_advertise_address("10.1.2.3"), None);
+    }
 
     #[test]
     fn identity_is_the_hash_of_the_hostname() {

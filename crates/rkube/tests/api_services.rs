@@ -157,10 +157,13 @@ fn allocations_survive_a_restart() {
 /// Conformance "Kubernetes Service" and "Find Kubernetes Service in default
 /// Namespace": the `kubernetes` Service exists at 10.43.0.1:443 and its
 /// Endpoints and EndpointSlice point at the API server (and are put back
-/// when deleted).
+/// when deleted). The server advertises a routable address of this host
+/// (upstream refuses a loopback endpoint); it still listens on 127.0.0.1.
 #[test]
 fn kubernetes_service() {
-    let s = TestServer::start();
+    let advertised = local_unicast_ip();
+    let s = TestServer::start_with(TestServerOptions { advertise_address: Some(advertised), ..Default::default() });
+    let advertised = advertised.to_string();
     let all =
         ok(&s, &["get", "svc", "-A", "-o", "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}"]);
     assert!(all.contains("default/kubernetes"), "{all}");
@@ -174,13 +177,13 @@ fn kubernetes_service() {
     assert!(svc["spec"].get("selector").is_none());
 
     let ep = json(&ok(&s, &["get", "endpoints", "kubernetes", "-o", "json"]));
-    assert_eq!(ep["subsets"][0]["addresses"][0]["ip"], "127.0.0.1");
+    assert_eq!(ep["subsets"][0]["addresses"][0]["ip"], advertised.as_str());
     assert_eq!(ep["subsets"][0]["ports"][0]["port"], s.port());
     let slices = json(&ok(&s, &["get", "endpointslices", "-l", "kubernetes.io/service-name=kubernetes", "-o", "json"]));
     let slice = &slices["items"][0];
     assert_eq!(slice["metadata"]["name"], "kubernetes");
     assert_eq!(slice["addressType"], "IPv4");
-    assert_eq!(slice["endpoints"][0]["addresses"][0], "127.0.0.1");
+    assert_eq!(slice["endpoints"][0]["addresses"][0], advertised.as_str());
     assert_eq!(slice["ports"][0]["port"], s.port());
     let table = ok(&s, &["get", "svc", "kubernetes"]);
     assert!(table.contains("10.43.0.1") && table.contains("443/TCP"), "{table}");
@@ -192,6 +195,32 @@ fn kubernetes_service() {
         assert!(std::time::Instant::now() < deadline, "the kubernetes endpoints did not come back");
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
+}
+
+/// An IPv4 address of a non-loopback interface of this host, to advertise.
+fn local_unicast_ip() -> std::net::IpAddr {
+    if_addrs::get_if_addrs()
+        .expect("list this host's interfaces")
+        .into_iter()
+        .map(|i| i.ip())
+        .find(|ip| matches!(ip, std::net::IpAddr::V4(v4) if !v4.is_loopback() && !v4.is_link_local() && !v4.is_unspecified()))
+        .expect("an IPv4 address on a non-loopback interface of this host")
+}
+
+/// Upstream refuses a loopback endpoint, so a server advertising 127.0.0.1
+/// keeps the `kubernetes` Service without Endpoints or EndpointSlice (and
+/// says why in its log) while the API works.
+#[test]
+fn loopback_advertise_address_leaves_the_kubernetes_service_without_endpoints() {
+    let s = TestServer::start();
+    let svc = json(&ok(&s, &["get", "svc", "kubernetes", "-o", "json"]));
+    assert_eq!(svc["spec"]["clusterIP"], "10.43.0.1");
+    let err = fails(&s, &["get", "endpoints", "kubernetes"]);
+    assert!(err.contains(r#"endpoints "kubernetes" not found"#), "{err}");
+    let slices = ok(&s, &["get", "endpointslices", "-l", "kubernetes.io/service-name=kubernetes", "-o", "name"]);
+    assert_eq!(slices.trim(), "");
+    assert!(s.logs().contains("set --advertise-address to a routable address of this host"), "{}", s.logs());
+    ok(&s, &["create", "configmap", "still-works", "--from-literal=a=b"]);
 }
 
 /// `kubectl expose deployment`: the Service gets the deployment's selector,

@@ -75,8 +75,6 @@ const UNTRACKED_GENERATION: &[&str] = &[
     "IngressClass",
     "IPAddress",
     "ServiceCIDR",
-    "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
 ];
 
 /// Kinds for which PUT of a missing object creates it.

@@ -21,14 +21,24 @@ use serde_json::Value;
 use crate::errors::StatusCause;
 use crate::validation::NameValidation;
 
+mod admission;
+mod apiregistration;
 mod autoscaling;
+mod certificates;
 mod configmap;
 mod coordination;
 mod crd;
+mod csi;
+mod discovery;
+pub mod endpoints;
+mod event;
 mod generic;
+mod gojson;
 mod limitrange;
 mod namespace;
 mod networking;
+mod node;
+mod nodeclass;
 mod pod;
 mod policy;
 mod quota;
@@ -37,6 +47,7 @@ mod scheduling;
 mod secret;
 pub mod service;
 mod storage;
+mod templates;
 mod volumes;
 pub mod workload;
 
@@ -178,6 +189,10 @@ pub fn for_kind(group: &str, kind: &str, has_status_subresource: bool) -> Box<dy
         ("", "Namespace") => Box::new(Namespace),
         ("", "ConfigMap") => Box::new(configmap::ConfigMap),
         ("", "Secret") => Box::new(secret::Secret),
+        ("", "Endpoints") => Box::new(endpoints::Endpoints::new()),
+        ("discovery.k8s.io", "EndpointSlice") => Box::new(discovery::EndpointSlice::new()),
+        ("", "Node") => Box::new(node::Node::new()),
+        ("", "Event") => Box::new(event::Event::new()),
         ("", "Service") => Box::new(Service::new()),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => Box::new(crd::CustomResourceDefinition::new()),
         ("rbac.authorization.k8s.io", k @ ("Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding")) => {
@@ -195,6 +210,17 @@ pub fn for_kind(group: &str, kind: &str, has_status_subresource: bool) -> Box<dy
         ("storage.k8s.io", "StorageClass") => Box::new(storage::StorageClass::new()),
         ("scheduling.k8s.io", "PriorityClass") => Box::new(scheduling::PriorityClass::new()),
         ("coordination.k8s.io", "Lease") => Box::new(coordination::Lease::new()),
+        ("admissionregistration.k8s.io", k @ ("MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration")) => {
+            Box::new(admission::WebhookConfiguration::new(k))
+        }
+        ("apiregistration.k8s.io", "APIService") => Box::new(apiregistration::ApiService::new()),
+        ("certificates.k8s.io", "CertificateSigningRequest") => Box::new(certificates::CertificateSigningRequest::new()),
+        ("node.k8s.io", "RuntimeClass") => Box::new(nodeclass::RuntimeClass::new()),
+        ("storage.k8s.io", k @ ("CSIDriver" | "CSINode" | "VolumeAttachment")) => {
+            Box::new(csi::Csi::for_kind(k).expect("a CSI kind"))
+        }
+        ("", "PodTemplate") => Box::new(templates::PodTemplate::new()),
+        ("apps", "ControllerRevision") => Box::new(templates::ControllerRevision::new()),
         ("autoscaling", "HorizontalPodAutoscaler") => Box::new(autoscaling::HorizontalPodAutoscaler::new()),
         _ => match workload::for_kind(group, kind, has_status_subresource) {
             Some(w) => Box::new(w),

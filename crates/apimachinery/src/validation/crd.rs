@@ -712,7 +712,7 @@ fn parse_url(url: &str) -> UrlParts<'_> {
 }
 
 /// `webhook.ValidateWebhookURL` with `https` forced.
-fn validate_webhook_url(path: &Path, url: &str) -> ErrorList {
+pub(crate) fn validate_webhook_url(path: &Path, url: &str) -> ErrorList {
     const FORM: &str = "; desired format: https://host[/path]";
     let mut errs = ErrorList::new();
     let u = parse_url(url);
@@ -739,7 +739,7 @@ fn validate_webhook_url(path: &Path, url: &str) -> ErrorList {
 }
 
 /// `webhook.ValidateWebhookService`.
-fn validate_webhook_service(path: &Path, svc: &Value) -> ErrorList {
+pub(crate) fn validate_webhook_service(path: &Path, svc: &Value) -> ErrorList {
     let mut errs = ErrorList::new();
     if str_of(svc, "name").is_empty() {
         errs.push(FieldError::required(&path.child("name"), "service name is required"));

@@ -48,6 +48,9 @@ pub struct TestServerOptions {
     pub port: Option<u16>,
     /// More flags for `rkube server`.
     pub extra_args: Vec<String>,
+    /// `--advertise-address`; default `127.0.0.1` (the server binds
+    /// 127.0.0.1 either way).
+    pub advertise_address: Option<std::net::IpAddr>,
 }
 
 /// A running `rkube server` (see the module docs).
@@ -104,7 +107,8 @@ impl TestServer {
             .arg("--disable-agent")
             .arg("--data-dir")
             .arg(&data_dir)
-            .args(["--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1"])
+            .args(["--bind-address", "127.0.0.1", "--advertise-address"])
+            .arg(options.advertise_address.map_or_else(|| "127.0.0.1".to_string(), |a| a.to_string()))
             .arg("--https-port")
             .arg(port.to_string());
         if let Some(endpoint) = &options.datastore_endpoint {
