@@ -313,6 +313,19 @@ impl WatchCache {
         }
     }
 
+    /// The object at `key` as list-item JSON, if the cache is ready and
+    /// holds it (`None` otherwise: the caller asks the store). Starts the
+    /// cache. Like upstream's informer-backed lookups, it may trail the
+    /// store by the events still in flight.
+    pub fn get_any(&self, key: &str) -> Option<Bytes> {
+        self.start();
+        let state = self.inner.state.read().expect("watch cache state");
+        if !state.ready {
+            return None;
+        }
+        state.objects.get(key).map(|e| e.value.clone())
+    }
+
     /// Lists the objects under `prefix` (a collection prefix inside the
     /// cache's root) that `predicate` selects, sorted by key, at the cache's
     /// revision once it satisfies `freshness`. With `limit`, at most that

@@ -49,7 +49,7 @@ pub enum Operation {
 }
 
 /// Upstream's NamespaceLifecycle admission plugin, reading namespaces
-/// from the store live.
+/// from the watch cache (and from the store when the cache lacks one).
 #[derive(Clone)]
 pub struct NamespaceLifecycle {
     namespaces: Arc<ResourceStore>,
@@ -81,7 +81,14 @@ impl NamespaceLifecycle {
         if namespace.is_empty() || op == Operation::Delete {
             return Ok(());
         }
-        let ns = match self.namespaces.get("", namespace, "").await {
+        // From the watch cache when it has the namespace, as upstream reads
+        // its informer; a live read otherwise (e.g. one created just now).
+        let cached = self.namespaces.get_cached("", namespace);
+        let live = match cached {
+            Some(ns) => Ok(ns),
+            None => self.namespaces.get("", namespace, "").await,
+        };
+        let ns = match live {
             Ok(ns) => ns,
             Err(ApiError::NotFound { .. }) => {
                 return Err(ApiError::NotFound {

@@ -55,6 +55,15 @@ impl ResourceStore {
         self.decode(&kv)
     }
 
+    /// One object from the watch cache, when the cache is ready and holds
+    /// it; `None` means "ask the store" (see [`crate::cache::WatchCache::get_any`]). For
+    /// lookups that tolerate upstream's informer staleness, such as
+    /// admission.
+    pub fn get_cached(&self, namespace: &str, name: &str) -> Option<Value> {
+        let bytes = self.cache.as_ref()?.get_any(&self.keys.object(namespace, name))?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
     /// Lists the objects of a namespace (or all, with `namespace == ""`).
     ///
     /// Served from the watch cache as upstream's cacher decides

@@ -103,7 +103,8 @@ impl ResourceStore {
         }
         let ttl = self.ttl.get().copied();
         let kv = self.store.create(key, self.encode(obj)?, ttl).await.map_err(|e| self.store_error(e, name))?;
-        self.decode(&kv)
+        // What was stored, at its revision, without decoding it again.
+        Ok(with_resource_version(obj.clone(), kv.mod_revision))
     }
 
     /// `rest.BeforeCreate` plus the kind's defaulting and validation.
@@ -219,7 +220,9 @@ impl ResourceStore {
             }
             self.before_update(kind, &mut obj, &old)?;
             self.track(Some(&old), &mut obj, tracking);
-            if self.encode(&obj)? == self.encode(&old)? {
+            // Nothing to write when the new object encodes to the stored
+            // bytes (upstream's `bytes.Equal` in GuaranteedUpdate).
+            if self.encode(&obj)? == kv.value {
                 return Ok((old, false));
             }
             if let Some(hooks) = self.hooks() {
@@ -261,7 +264,7 @@ impl ResourceStore {
             let ttl = self.ttl.get().copied();
             match self.store.update(&key, self.encode(&obj)?, kv.mod_revision, ttl).await {
                 Ok(kv) => {
-                    let updated = self.decode(&kv)?;
+                    let updated = with_resource_version(obj, kv.mod_revision);
                     if let Some(hooks) = self.hooks() {
                         hooks.committed(Some(&updated), Some(&old));
                     }
@@ -366,4 +369,11 @@ fn spec_changed(new: &Value, old: &Value) -> bool {
         v
     };
     strip(new) != strip(old)
+}
+
+/// `obj` with `metadata.resourceVersion` set to `revision`: what decoding
+/// its stored form at that revision gives.
+fn with_resource_version(mut obj: Value, revision: i64) -> Value {
+    meta::set(&mut obj, "resourceVersion", Value::String(revision.to_string()));
+    obj
 }
