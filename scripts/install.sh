@@ -20,5 +20,5 @@ fi
 
 echo "rkube install: building rkube (release; the first build takes several minutes)"
 cargo build --release --locked -p rkube
-install -m 0755 target/release/rkube /usr/local/bin/rkube
+install -m 0755 "${CARGO_TARGET_DIR:-target}/release/rkube" /usr/local/bin/rkube
 echo "rkube install: installed /usr/local/bin/rkube ($(/usr/local/bin/rkube --version))"

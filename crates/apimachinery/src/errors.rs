@@ -119,9 +119,13 @@ pub enum ApiError {
     /// 503 ServiceUnavailable.
     #[error("{0}")]
     ServiceUnavailable(String),
-    /// 504 Timeout.
-    #[error("{0}")]
-    Timeout(String),
+    /// 504 Timeout for a read at a resourceVersion the storage has not
+    /// reached (upstream's `NewTooLargeResourceVersionError`: message
+    /// `Timeout: Too large resource version: R, current: C`, a
+    /// `ResourceVersionTooLarge` cause, retry after 1 s), which client-go's
+    /// `IsTooLargeResourceVersion` recognises.
+    #[error("Timeout: Too large resource version: {requested}, current: {current}")]
+    ResourceVersionTooLarge { requested: i64, current: i64 },
     /// A Status no other variant models, with its own code, reason and
     /// message: what upstream's `NewGenericServerResponse` builds (e.g. 422
     /// `Invalid` "the server rejected our request due to an error in our
@@ -168,7 +172,7 @@ impl ApiError {
             ApiError::TooManyRequests { .. } | ApiError::TooManyRequestsWithCauses { .. } => 429,
             ApiError::Internal(_) => 500,
             ApiError::ServiceUnavailable(_) => 503,
-            ApiError::Timeout(_) => 504,
+            ApiError::ResourceVersionTooLarge { .. } => 504,
             ApiError::Generic { code, .. } => *code,
         }
     }
@@ -191,7 +195,7 @@ impl ApiError {
             ApiError::TooManyRequests { .. } | ApiError::TooManyRequestsWithCauses { .. } => "TooManyRequests",
             ApiError::Internal(_) => "InternalError",
             ApiError::ServiceUnavailable(_) => "ServiceUnavailable",
-            ApiError::Timeout(_) => "Timeout",
+            ApiError::ResourceVersionTooLarge { .. } => "Timeout",
             ApiError::Generic { reason, .. } => reason,
         }
     }
@@ -227,6 +231,10 @@ impl ApiError {
                 put("group", json!(group));
                 put("kind", json!(kind));
                 put("causes", json!(causes));
+            }
+            ApiError::ResourceVersionTooLarge { .. } => {
+                put("causes", json!([{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]));
+                put("retryAfterSeconds", json!(1));
             }
             ApiError::TooManyRequests { retry_after_seconds, .. } => {
                 put("retryAfterSeconds", json!(retry_after_seconds));
@@ -301,6 +309,19 @@ mod tests {
         };
         assert_eq!(e.to_string(), "Role.rbac.authorization.k8s.io \"r\" is invalid: rules[0].verbs: Required value");
         assert_eq!(e.to_status()["details"]["causes"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn too_large_resource_version_is_a_timeout_clients_recognise() {
+        let s = ApiError::ResourceVersionTooLarge { requested: 99, current: 7 }.to_status();
+        assert_eq!(s["code"], 504);
+        assert_eq!(s["reason"], "Timeout");
+        assert_eq!(s["message"], "Timeout: Too large resource version: 99, current: 7");
+        assert_eq!(
+            s["details"],
+            json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                   "retryAfterSeconds": 1})
+        );
     }
 
     #[test]

@@ -110,7 +110,12 @@ pub struct ServerArgs {
 
     /// The `iss` of service-account tokens this server issues, also its API
     /// audience (kube-apiserver's --service-account-issuer).
-    #[arg(long, value_name = "URL", default_value = "https://kubernetes.default.svc.cluster.local", env = "RKUBE_SERVICE_ACCOUNT_ISSUER")]
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://kubernetes.default.svc.cluster.local",
+        env = "RKUBE_SERVICE_ACCOUNT_ISSUER"
+    )]
     pub service_account_issuer: String,
 }
 
@@ -141,7 +146,11 @@ pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, String> {
         total += value * factor;
         rest = &rest[unit_len..];
     }
-    Ok(std::time::Duration::from_secs_f64(total))
+    // Go's time.Duration is an int64 of nanoseconds: about 292 years.
+    std::time::Duration::try_from_secs_f64(total)
+        .ok()
+        .filter(|d| d.as_nanos() <= i64::MAX as u128)
+        .ok_or_else(|| format!("time: invalid duration {s:?}"))
 }
 
 /// The version line: rkube's version and the Kubernetes API level it serves.
@@ -236,6 +245,11 @@ mod tests {
         assert_eq!(parse_go_duration("90s").unwrap(), std::time::Duration::from_secs(90));
         assert_eq!(parse_go_duration("1.5h").unwrap(), std::time::Duration::from_secs(5400));
         assert_eq!(parse_go_duration("500ms").unwrap(), std::time::Duration::from_millis(500));
+        // Beyond Go's int64 nanoseconds: refused, not a panic.
+        assert_eq!(
+            parse_go_duration("99999999999999999999h").unwrap_err(),
+            "time: invalid duration \"99999999999999999999h\""
+        );
         for bad in ["", "1d", "h", "10"] {
             assert!(parse_go_duration(bad).is_err(), "{bad}");
         }

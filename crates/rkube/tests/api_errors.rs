@@ -169,6 +169,21 @@ fn unknown_paths_and_verbs() {
         "MethodNotAllowed",
         "the server does not allow this method on the requested resource",
     );
+    // An object's own URL takes no POST; nothing is created.
+    let cm = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"posted"}}"#;
+    assert_status(
+        &request(
+            &s,
+            "POST",
+            "/api/v1/namespaces/default/configmaps/posted",
+            &[("Content-Type", "application/json")],
+            cm,
+        ),
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+    );
+    assert!(!configmap_names(&s).contains("posted"));
     let err = fails(&s, &["get", "--raw", "/api/v1/namespaces/default/bogus"]);
     assert!(err.contains("Error from server (NotFound)"), "{err}");
 }

@@ -81,10 +81,10 @@ fn probes_volumes_and_scheduling_fields_are_validated() {
         "{err}"
     );
 
-    let many = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: many\nspec:\n  volumes:\n  - name: v\n  containers:\n  - name: c\n    image: nginx\n    readinessProbe:\n      tcpSocket:\n        port: 70000\n    startupProbe:\n      exec:\n        command: [\"true\"]\n      successThreshold: 2\n    securityContext:\n      runAsUser: -1\n  tolerations:\n  - key: k\n    operator: Exists\n    value: v\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms: []\n  topologySpreadConstraints:\n  - maxSkew: 0\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n";
+    let many = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: many\nspec:\n  volumes:\n  - name: v\n    emptyDir: {}\n    hostPath:\n      path: /x\n  containers:\n  - name: c\n    image: nginx\n    readinessProbe:\n      tcpSocket:\n        port: 70000\n    startupProbe:\n      exec:\n        command: [\"true\"]\n      successThreshold: 2\n    securityContext:\n      runAsUser: -1\n  tolerations:\n  - key: k\n    operator: Exists\n    value: v\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms: []\n  topologySpreadConstraints:\n  - maxSkew: 0\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n";
     let err = apply_fails(&s, many);
     for line in [
-        "* spec.volumes[0]: Required value: must specify a volume type",
+        "* spec.volumes[0].hostPath: Forbidden: may not specify more than 1 volume type",
         "* spec.containers[0].securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive",
         "* spec.containers[0].readinessProbe.tcpSocket.port: Invalid value: 70000: must be between 1 and 65535, inclusive",
         "* spec.containers[0].startupProbe.successThreshold: Invalid value: 2: must be 1",
@@ -96,7 +96,7 @@ fn probes_volumes_and_scheduling_fields_are_validated() {
     }
 
     // A valid pod gets upstream's probe and volume defaults.
-    let good = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: z\nspec:\n  schedulingGates:\n  - name: wait\n  volumes:\n  - name: data\n    hostPath:\n      path: /data\n  containers:\n  - name: c\n    image: nginx:1.27\n    volumeMounts:\n    - name: data\n      mountPath: /data\n    livenessProbe:\n      httpGet:\n        port: 80\n";
+    let good = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: z\nspec:\n  schedulingGates:\n  - name: wait\n  volumes:\n  - name: data\n    hostPath:\n      path: /data\n  - name: scratch\n  containers:\n  - name: c\n    image: nginx:1.27\n    resources:\n      limits:\n        cpu: \"1\"\n    volumeMounts:\n    - name: data\n      mountPath: /data\n    livenessProbe:\n      httpGet:\n        port: 80\n";
     apply(&s, good);
     let pod = json(&ok(&s, &["get", "pod", "z", "-o", "json"]));
     let probe = &pod["spec"]["containers"][0]["livenessProbe"];
@@ -107,6 +107,10 @@ fn probes_volumes_and_scheduling_fields_are_validated() {
     assert_eq!(probe["successThreshold"], 1);
     assert_eq!(probe["failureThreshold"], 3);
     assert_eq!(pod["spec"]["volumes"][0]["hostPath"]["type"], "");
+    // A volume naming no source is an emptyDir; a limit without a request
+    // is also the request (pods only).
+    assert_eq!(pod["spec"]["volumes"][1], serde_json::json!({"name": "scratch", "emptyDir": {}}));
+    assert_eq!(pod["spec"]["containers"][0]["resources"]["requests"], serde_json::json!({"cpu": "1"}));
 
     // Scheduling gates may be removed but not added.
     let err = fails(

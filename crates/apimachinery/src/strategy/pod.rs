@@ -34,32 +34,20 @@ fn flags() -> Generic {
 impl Strategy for Pod {
     fn default(&self, obj: &mut Value) {
         let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
-        set_default(spec, "restartPolicy", json!("Always"));
-        set_default(spec, "dnsPolicy", json!("ClusterFirst"));
-        set_default(spec, "terminationGracePeriodSeconds", json!(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS));
-        set_default(spec, "schedulerName", json!("default-scheduler"));
-        set_default(spec, "securityContext", json!({}));
+        default_pod_spec(spec);
+        // What only pods get, not pod templates: `SetDefaults_Pod`'s
+        // service links and requests, and the admission defaults.
         set_default(spec, "enableServiceLinks", json!(true));
         if spec.get("priorityClassName").is_none_or(|v| v.as_str().is_none_or(str::is_empty)) {
             set_default(spec, "priority", json!(0));
             set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
         }
-        let host_network = spec.get("hostNetwork") == Some(&Value::Bool(true));
-        // Ephemeral containers get the same field defaults (upstream's
-        // generated defaulter covers them); the ephemeralcontainers
-        // subresource defaults the pod sent to it.
-        for list in ["containers", "initContainers", "ephemeralContainers"] {
+        default_tolerations(spec);
+        for list in ["containers", "initContainers"] {
             if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
-                cs.iter_mut().filter_map(Value::as_object_mut).for_each(default_container);
-                if host_network && list != "ephemeralContainers" {
-                    cs.iter_mut().for_each(default_host_network_ports);
-                }
+                cs.iter_mut().filter_map(Value::as_object_mut).for_each(default_requests_to_limits);
             }
         }
-        if let Some(vols) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
-            vols.iter_mut().filter_map(Value::as_object_mut).for_each(default_volume);
-        }
-        default_tolerations(spec);
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
@@ -98,6 +86,44 @@ impl Strategy for Pod {
             period = 0;
         }
         Some(period.max(0))
+    }
+}
+
+/// `SetDefaults_PodSpec` and the container, probe and volume defaults:
+/// what pods and pod templates (workloads, PodTemplates) share.
+pub fn default_pod_spec(spec: &mut Map<String, Value>) {
+    set_default(spec, "restartPolicy", json!("Always"));
+    set_default(spec, "dnsPolicy", json!("ClusterFirst"));
+    set_default(spec, "terminationGracePeriodSeconds", json!(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS));
+    set_default(spec, "schedulerName", json!("default-scheduler"));
+    set_default(spec, "securityContext", json!({}));
+    let host_network = spec.get("hostNetwork") == Some(&Value::Bool(true));
+    // Ephemeral containers get the same field defaults (upstream's
+    // generated defaulter covers them); the ephemeralcontainers
+    // subresource defaults the pod sent to it.
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
+        if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            cs.iter_mut().filter_map(Value::as_object_mut).for_each(default_container);
+            if host_network && list != "ephemeralContainers" {
+                cs.iter_mut().for_each(default_host_network_ports);
+            }
+        }
+    }
+    if let Some(vols) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
+        vols.iter_mut().filter_map(Value::as_object_mut).for_each(default_volume);
+    }
+}
+
+/// `SetDefaults_Pod`: a resource with a limit but no request is requested
+/// at its limit (pods only, not templates).
+fn default_requests_to_limits(c: &mut Map<String, Value>) {
+    let Some(res) = c.get_mut("resources").and_then(Value::as_object_mut) else { return };
+    let Some(limits) = res.get("limits").and_then(Value::as_object).cloned() else { return };
+    let requests = res.entry("requests").or_insert_with(|| json!({}));
+    if let Some(requests) = requests.as_object_mut() {
+        for (k, v) in limits {
+            requests.entry(k).or_insert(v);
+        }
     }
 }
 
@@ -166,6 +192,10 @@ fn default_http_get(handler: &mut Map<String, Value>) {
 /// downwardAPI and projected volumes, hostPath `type: ""`, `apiVersion: v1`
 /// in downward API field references.
 fn default_volume(v: &mut Map<String, Value>) {
+    // `SetDefaults_Volume`: a volume naming no source is an emptyDir.
+    if v.iter().all(|(k, val)| k == "name" || val.is_null()) {
+        v.insert("emptyDir".into(), json!({}));
+    }
     for source in ["secret", "configMap", "downwardAPI", "projected"] {
         if let Some(s) = v.get_mut(source).and_then(Value::as_object_mut) {
             set_default(s, "defaultMode", json!(420));
@@ -294,6 +324,24 @@ mod tests {
         assert_eq!(v[1]["downwardAPI"]["defaultMode"], 420);
         assert_eq!(v[1]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"], "v1");
         assert_eq!(v[2]["projected"]["defaultMode"], 420);
+    }
+
+    #[test]
+    fn sourceless_volumes_are_empty_dirs_and_limits_become_requests() {
+        let spec = json!({"containers": [{"name": "c", "image": "nginx",
+            "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}}],
+            "volumes": [{"name": "scratch"}]});
+        let mut pod = json!({ "spec": spec.clone() });
+        Pod.default(&mut pod);
+        assert_eq!(pod["spec"]["volumes"][0], json!({"name": "scratch", "emptyDir": {}}));
+        let requests = &pod["spec"]["containers"][0]["resources"]["requests"];
+        assert_eq!(requests, &json!({"cpu": "500m", "memory": "1Gi"}));
+        // Templates get the volume default but keep their requests as written.
+        let mut template = json!({ "spec": spec });
+        crate::strategy::workload::default_template(&mut template);
+        assert_eq!(template["spec"]["volumes"][0]["emptyDir"], json!({}));
+        assert_eq!(template["spec"]["containers"][0]["resources"]["requests"], json!({"cpu": "500m"}));
+        assert!(template["spec"].get("enableServiceLinks").is_none());
     }
 
     #[test]

@@ -240,7 +240,8 @@ impl Api {
         let verb = request.verb.ok_or_else(|| ApiError::MethodNotSupported(METHOD_NOT_ALLOWED.into()))?;
         check_scope(info, request, verb)?;
         let allowed = if request.subresource.is_empty() {
-            info.allows(verb.as_str())
+            // Creates go to the collection: an object's own URL has no POST.
+            info.allows(verb.as_str()) && !(verb == Verb::Create && !request.name.is_empty())
         } else {
             let sub = info.subresource(&request.subresource).ok_or(ApiError::PathNotFound)?;
             let pod_subresource = info.group.is_empty()

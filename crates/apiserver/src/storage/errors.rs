@@ -32,9 +32,7 @@ pub fn from_store(err: StoreError, resource: &GroupResource, name: &str) -> ApiE
         StoreError::Compacted { requested, compacted } => {
             ApiError::Expired(format!("too old resource version: {requested} ({compacted})"))
         }
-        StoreError::FutureRevision { requested, current } => {
-            ApiError::Timeout(format!("Too large resource version: {requested}, current: {current}"))
-        }
+        StoreError::FutureRevision { requested, current } => ApiError::ResourceVersionTooLarge { requested, current },
         StoreError::ValueTooLarge { .. } => ApiError::RequestEntityTooLarge("etcdserver: request is too large".into()),
         StoreError::Unavailable(why) => ApiError::ServiceUnavailable(format!("storage is unavailable: {why}")),
     }

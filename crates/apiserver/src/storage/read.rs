@@ -49,7 +49,7 @@ impl ResourceStore {
         let key = self.keys.object(namespace, name);
         let resp = self.store.get(&key, None).await.map_err(|e| self.store_error(e, name))?;
         if min > resp.revision {
-            return Err(ApiError::Timeout(format!("Too large resource version: {min}, current: {}", resp.revision)));
+            return Err(ApiError::ResourceVersionTooLarge { requested: min, current: resp.revision });
         }
         let kv = resp.kv.ok_or_else(|| self.not_found(name))?;
         self.decode(&kv)
@@ -128,7 +128,7 @@ impl ResourceStore {
             })?;
             read_at = resp.revision;
             if revision.is_none() && requested > read_at {
-                return Err(ApiError::Timeout(format!("Too large resource version: {requested}, current: {read_at}")));
+                return Err(ApiError::ResourceVersionTooLarge { requested, current: read_at });
             }
             revision = Some(read_at);
             more = resp.more;

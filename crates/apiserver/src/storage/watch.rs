@@ -151,10 +151,7 @@ impl ResourceStore {
                 .await
                 .map_err(|e| self.store_error(e, ""))?;
             if requested > list.revision {
-                return Err(ApiError::Timeout(format!(
-                    "Too large resource version: {requested}, current: {}",
-                    list.revision
-                )));
+                return Err(ApiError::ResourceVersionTooLarge { requested, current: list.revision });
             }
             for kv in &list.kvs {
                 let obj = self.decode(kv)?;

@@ -11,7 +11,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{generic, reset_status, Generic, Pod, Strategy};
+use super::pod::default_pod_spec;
+use super::{generic, reset_status, Generic, Strategy};
 
 pub mod apps;
 pub mod cron;
@@ -67,23 +68,9 @@ fn default_strategy_type(spec: &mut Map<String, Value>, key: &str) {
 /// The `PodSpec` defaults of a pod template at `template` (an object with
 /// `spec`).
 pub fn default_template(template: &mut Value) {
-    let Some(spec) = template.get("spec").filter(|s| s.is_object()).cloned() else { return };
-    let pod_only = ["priority", "preemptionPolicy", "enableServiceLinks", "tolerations"];
-    let mut pod = json!({ "spec": spec.clone() });
-    Pod.default(&mut pod);
-    if let Some(m) = pod["spec"].as_object_mut() {
-        for f in pod_only {
-            match spec.get(f) {
-                Some(v) => {
-                    m.insert(f.to_string(), v.clone());
-                }
-                None => {
-                    m.remove(f);
-                }
-            }
-        }
+    if let Some(spec) = template.get_mut("spec").and_then(Value::as_object_mut) {
+        default_pod_spec(spec);
     }
-    template["spec"] = pod["spec"].take();
 }
 
 impl Strategy for Workload {

@@ -709,13 +709,14 @@ mod tests {
         s["containers"][0]["securityContext"] = json!({"runAsUser": -1});
         s["initContainers"] = json!([{"name": "i", "image": "x", "readinessProbe": {"exec": {"command": ["x"]}}}]);
         s["tolerations"] = json!([{"key": "k", "operator": "Exists", "value": "v"}]);
+        // A volume naming no source is defaulted to an emptyDir, so only a
+        // direct validation (volumes.rs) sees "must specify a volume type".
         s["volumes"] = json!([{"name": "v"}]);
         s["containers"][0]["env"] =
             json!([{"name": "A", "value": "x", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}}]);
         assert_eq!(
             msgs(s, SpecOf::Pod),
             [
-                "spec.volumes[0]: Required value: must specify a volume type",
                 "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: \"status.phase\": supported values: \"metadata.name\", \"metadata.namespace\", \"metadata.uid\", \"spec.nodeName\", \"spec.serviceAccountName\", \"status.hostIP\", \"status.hostIPs\", \"status.podIP\", \"status.podIPs\"",
                 "spec.containers[0].env[0].valueFrom: Invalid value: \"\": may not be specified when `value` is not empty",
                 "spec.containers[0].securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive",
@@ -770,12 +771,14 @@ mod tests {
             [
                 "spec.containers[0].resources.limits[memory]: Invalid value: \"-1Gi\": must be greater than or equal to 0",
                 "spec.containers[0].resources.requests[cpu]: Invalid value: \"-100m\": must be greater than or equal to 0",
+                // The limit is also the default request.
+                "spec.containers[0].resources.requests[memory]: Invalid value: \"-1Gi\": must be greater than or equal to 0",
             ]
         );
     }
 
     #[test]
-    fn ephemeral_containers_are_stored_undefaulted() {
+    fn ephemeral_containers_are_validated_after_defaulting() {
         let mut s = base();
         s["ephemeralContainers"] = json!([{"name": "dbg", "image": "busybox", "terminationMessagePolicy": "File"}]);
         assert!(msgs(s.clone(), SpecOf::Pod).is_empty());
