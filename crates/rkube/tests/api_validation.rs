@@ -81,11 +81,12 @@ fn probes_volumes_and_scheduling_fields_are_validated() {
         "{err}"
     );
 
-    let many = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: many\nspec:\n  volumes:\n  - name: v\n    emptyDir: {}\n    hostPath:\n      path: /x\n  containers:\n  - name: c\n    image: nginx\n    readinessProbe:\n      tcpSocket:\n        port: 70000\n    startupProbe:\n      exec:\n        command: [\"true\"]\n      successThreshold: 2\n    securityContext:\n      runAsUser: -1\n  tolerations:\n  - key: k\n    operator: Exists\n    value: v\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms: []\n  topologySpreadConstraints:\n  - maxSkew: 0\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n";
+    let many = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: many\nspec:\n  volumes:\n  - name: v\n    emptyDir: {}\n    hostPath:\n      path: /x\n  containers:\n  - name: c\n    image: nginx\n    readinessProbe:\n      tcpSocket:\n        port: 70000\n    startupProbe:\n      exec:\n        command: [\"true\"]\n      successThreshold: 2\n    securityContext:\n      runAsUser: -1\n    resources:\n      limits:\n        memroy: 1Gi\n  tolerations:\n  - key: k\n    operator: Exists\n    value: v\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms: []\n  topologySpreadConstraints:\n  - maxSkew: 0\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n";
     let err = apply_fails(&s, many);
     for line in [
         "* spec.volumes[0].hostPath: Forbidden: may not specify more than 1 volume type",
         "* spec.containers[0].securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive",
+        "* spec.containers[0].resources.limits[memroy]: Invalid value: \"memroy\": must be a standard resource for containers",
         "* spec.containers[0].readinessProbe.tcpSocket.port: Invalid value: 70000: must be between 1 and 65535, inclusive",
         "* spec.containers[0].startupProbe.successThreshold: Invalid value: 2: must be 1",
         "* spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Required value: must have at least one node selector term",

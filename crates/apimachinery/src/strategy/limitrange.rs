@@ -60,7 +60,7 @@ impl LimitRange {
     }
 }
 
-pub(super) fn is_huge_page(name: &str) -> bool {
+pub(crate) fn is_huge_page(name: &str) -> bool {
     name.starts_with("hugepages-")
 }
 
@@ -75,7 +75,7 @@ pub(super) fn is_extended(name: &str) -> bool {
 }
 
 /// `IsOvercommitAllowed`.
-fn overcommit_allowed(name: &str) -> bool {
+pub(crate) fn overcommit_allowed(name: &str) -> bool {
     is_native(name) && !is_huge_page(name)
 }
 
@@ -98,10 +98,17 @@ pub(super) fn validate_resource_name(name: &str, path: &Path) -> ErrorList {
 /// `validateLimitRangeResourceName`: container rules for `Pod` and
 /// `Container` items.
 fn validate_limit_resource_name(limit_type: &str, name: &str, path: &Path) -> ErrorList {
-    let mut errs = validate_resource_name(name, path);
     if !matches!(limit_type, "Pod" | "Container") {
-        return errs;
+        return validate_resource_name(name, path);
     }
+    validate_container_resource_name(name, path)
+}
+
+/// `validateContainerResourceName`: a standard container resource (cpu,
+/// memory, ephemeral-storage, huge pages), a native `*kubernetes.io/`
+/// name, or an extended resource name.
+pub(crate) fn validate_container_resource_name(name: &str, path: &Path) -> ErrorList {
+    let mut errs = validate_resource_name(name, path);
     if !name.contains('/') {
         if !matches!(name, "cpu" | "memory" | "ephemeral-storage") && !is_huge_page(name) {
             errs.push(FieldError::invalid(path, name, "must be a standard resource for containers"));

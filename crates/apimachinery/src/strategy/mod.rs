@@ -34,14 +34,14 @@ pub mod endpoints;
 mod event;
 mod generic;
 mod gojson;
-mod limitrange;
+pub(crate) mod limitrange;
 mod namespace;
 mod networking;
 mod node;
 mod nodeclass;
 mod pod;
 mod policy;
-mod quota;
+pub(crate) mod quota;
 mod rbac;
 mod scheduling;
 mod secret;
@@ -214,7 +214,9 @@ pub fn for_kind(group: &str, kind: &str, has_status_subresource: bool) -> Box<dy
             Box::new(admission::WebhookConfiguration::new(k))
         }
         ("apiregistration.k8s.io", "APIService") => Box::new(apiregistration::ApiService::new()),
-        ("certificates.k8s.io", "CertificateSigningRequest") => Box::new(certificates::CertificateSigningRequest::new()),
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            Box::new(certificates::CertificateSigningRequest::new())
+        }
         ("node.k8s.io", "RuntimeClass") => Box::new(nodeclass::RuntimeClass::new()),
         ("storage.k8s.io", k @ ("CSIDriver" | "CSINode" | "VolumeAttachment")) => {
             Box::new(csi::Csi::for_kind(k).expect("a CSI kind"))

@@ -96,8 +96,9 @@ fn validate_quota_resource_name(name: &str, path: &Path) -> ErrorList {
     errs
 }
 
-/// `ValidateResourceQuantityValue`.
-fn validate_quantity(name: &str, q: &Value, path: &Path) -> ErrorList {
+/// `ValidateResourceQuantityValue`: not negative, and whole for integer
+/// and extended resources.
+pub(crate) fn validate_quantity(name: &str, q: &Value, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     let Some(n) = parse_quantity(q) else { return errs };
     if n < 0.0 {

@@ -501,42 +501,66 @@ fn validate_volume_mounts(mounts: &[Value], volumes: &BTreeSet<String>, path: &P
     errs
 }
 
-/// `ValidateResourceRequirements` (the quantity rules): no negative
-/// quantities, and requests may not exceed limits.
+/// `ValidateContainerResourceRequirements`: container resource names,
+/// quantities (not negative; whole for integer and extended resources),
+/// requests not above limits, requests equal to limits for resources that
+/// may not be overcommitted (extended resources, huge pages), which also
+/// need a limit, and huge pages only together with cpu or memory.
 fn validate_resources(res: &Value, path: &Path) -> ErrorList {
+    use crate::strategy::limitrange::{is_huge_page, overcommit_allowed, validate_container_resource_name};
+    use crate::strategy::quota::validate_quantity;
+
     let mut errs = ErrorList::new();
-    let limits = res.get("limits").and_then(Value::as_object);
-    let sorted = |m: Option<&serde_json::Map<String, Value>>| {
-        let mut keys: Vec<String> = m.map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    let empty = serde_json::Map::new();
+    let limits = res.get("limits").and_then(Value::as_object).unwrap_or(&empty);
+    let requests = res.get("requests").and_then(Value::as_object).unwrap_or(&empty);
+    let sorted = |m: &serde_json::Map<String, Value>| {
+        let mut keys: Vec<String> = m.keys().cloned().collect();
         keys.sort();
         keys
     };
-    // `ValidateResourceQuantityValue`: no negative limits or requests.
-    for (list, m) in [("limits", limits), ("requests", res.get("requests").and_then(Value::as_object))] {
-        for k in sorted(m) {
-            let q = &m.expect("keys come from the map")[&k];
-            if parse_quantity(q).is_some_and(|n| n < 0.0) {
-                errs.push(FieldError::invalid(
-                    &path.child(list).key(&k),
-                    quantity_string(q),
-                    "must be greater than or equal to 0",
-                ));
-            }
-        }
+    let (lim_path, req_path) = (path.child("limits"), path.child("requests"));
+    let (mut cpu_or_memory, mut huge_pages) = (false, false);
+    for k in sorted(limits) {
+        let p = lim_path.key(&k);
+        errs.extend(validate_container_resource_name(&k, &p));
+        errs.extend(validate_quantity(&k, &limits[&k], &p));
+        cpu_or_memory |= matches!(k.as_str(), "cpu" | "memory");
+        huge_pages |= is_huge_page(&k);
     }
-    let Some(requests) = res.get("requests").and_then(Value::as_object) else { return errs };
-    for k in sorted(Some(requests)) {
+    for k in sorted(requests) {
+        let p = req_path.key(&k);
         let req = &requests[&k];
-        let Some(lim) = limits.and_then(|l| l.get(&k)) else { continue };
-        if let (Some(r), Some(l)) = (parse_quantity(req), parse_quantity(lim)) {
-            if r > l {
-                errs.push(FieldError::invalid(
-                    &path.child("requests").key(&k),
-                    quantity_string(req),
-                    &format!("must be less than or equal to {k} limit of {}", quantity_string(lim)),
-                ));
+        errs.extend(validate_container_resource_name(&k, &p));
+        errs.extend(validate_quantity(&k, req, &p));
+        match limits.get(&k) {
+            Some(lim) => {
+                if let (Some(r), Some(l)) = (parse_quantity(req), parse_quantity(lim)) {
+                    if r != l && !overcommit_allowed(&k) {
+                        errs.push(FieldError::invalid(
+                            &p,
+                            quantity_string(req),
+                            &format!("must be equal to {k} limit of {}", quantity_string(lim)),
+                        ));
+                    } else if r > l {
+                        errs.push(FieldError::invalid(
+                            &p,
+                            quantity_string(req),
+                            &format!("must be less than or equal to {k} limit of {}", quantity_string(lim)),
+                        ));
+                    }
+                }
             }
+            None if !overcommit_allowed(&k) => {
+                errs.push(FieldError::required(&lim_path, "Limit must be set for non overcommitable resources"));
+            }
+            None => {}
         }
+        cpu_or_memory |= matches!(k.as_str(), "cpu" | "memory");
+        huge_pages |= is_huge_page(&k);
+    }
+    if huge_pages && !cpu_or_memory {
+        errs.push(FieldError::forbidden(path, "HugePages require cpu or memory"));
     }
     errs
 }
@@ -774,6 +798,35 @@ mod tests {
                 // The limit is also the default request.
                 "spec.containers[0].resources.requests[memory]: Invalid value: \"-1Gi\": must be greater than or equal to 0",
             ]
+        );
+    }
+
+    #[test]
+    fn container_resource_names_and_extended_resources() {
+        let mut s = base();
+        s["containers"][0]["resources"] = json!({
+            "limits": {"memroy": "1Gi", "example.com/foo": "1.5", "example.com/bar": "2"},
+            "requests": {"example.com/bar": "1", "example.com/baz": "1"}});
+        assert_eq!(
+            msgs(s, SpecOf::Pod),
+            [
+                // A Quantity prints unquoted (it is a fmt.Stringer).
+                "spec.containers[0].resources.limits[example.com/foo]: Invalid value: 1.5: must be an integer",
+                "spec.containers[0].resources.limits[memroy]: Invalid value: \"memroy\": must be a standard resource type or fully qualified",
+                "spec.containers[0].resources.limits[memroy]: Invalid value: \"memroy\": must be a standard resource for containers",
+                "spec.containers[0].resources.requests[example.com/bar]: Invalid value: \"1\": must be equal to example.com/bar limit of 2",
+                "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources",
+                // Limits without requests were defaulted into requests first.
+                "spec.containers[0].resources.requests[example.com/foo]: Invalid value: 1.5: must be an integer",
+                "spec.containers[0].resources.requests[memroy]: Invalid value: \"memroy\": must be a standard resource type or fully qualified",
+                "spec.containers[0].resources.requests[memroy]: Invalid value: \"memroy\": must be a standard resource for containers",
+            ]
+        );
+        let mut pages = base();
+        pages["containers"][0]["resources"] = json!({"limits": {"hugepages-2Mi": "2Mi"}});
+        assert_eq!(
+            msgs(pages, SpecOf::Pod),
+            ["spec.containers[0].resources: Forbidden: HugePages require cpu or memory"]
         );
     }
 
