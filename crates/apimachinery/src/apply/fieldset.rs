@@ -450,6 +450,9 @@ fn walk(v: &Value, schema: Schema, lt: ListType, path: &mut Path, out: &mut BTre
                 out.insert(path.clone(), v.clone());
             }
         },
+        // A null is no value: it owns nothing (as upstream's field sets,
+        // which never list a template's `creationTimestamp: null`).
+        Value::Null => {}
         _ => {
             out.insert(path.clone(), v.clone());
         }

@@ -232,10 +232,25 @@ pub fn for_kind(group: &str, kind: &str, has_status_subresource: bool) -> Box<dy
 }
 
 /// Replaces `obj.status` with an empty object (kinds with a status
-/// subresource ignore the status sent on create).
+/// subresource ignore the status sent on create). Upstream's status is a
+/// struct, which Go always serializes, so a new object reads `status: {}`;
+/// clients compare against that (`kubectl apply` of a manifest with
+/// `status: {}` is then `unchanged`).
 pub fn reset_status(obj: &mut Value) {
     if let Some(m) = obj.as_object_mut() {
-        m.remove("status");
+        m.insert("status".into(), Value::Object(serde_json::Map::new()));
+    }
+}
+
+/// Gives the embedded object metadata at `obj` (a pod or job template, a
+/// claim template) `creationTimestamp: null`, as Go serializes an unset
+/// `ObjectMeta` inside a template: clients that send it back (`kubectl
+/// apply` of `kubectl create … -o yaml` output) then see no difference.
+pub fn null_template_creation_timestamp(obj: &mut Value) {
+    let Some(m) = obj.as_object_mut() else { return };
+    let meta = m.entry("metadata").or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.entry("creationTimestamp").or_insert(Value::Null);
     }
 }
 

@@ -44,7 +44,8 @@ pub fn validate_pod_template(obj: &Value) -> ErrorList {
 impl Strategy for PodTemplate {
     /// `SetDefaults_PodSpec` and friends on `template.spec`.
     fn default(&self, obj: &mut Value) {
-        if let Some(t) = obj.get_mut("template") {
+        if let Some(t) = obj.get_mut("template").filter(|t| t.is_object()) {
+            super::null_template_creation_timestamp(t);
             default_template(t);
         }
     }

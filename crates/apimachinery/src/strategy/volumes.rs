@@ -467,11 +467,12 @@ impl Strategy for Volumes {
         }
     }
 
-    /// A claim starts with an empty status; a volume `Pending`, with the
-    /// time of that phase.
+    /// A claim starts `Pending` (upstream resets the status and its
+    /// defaulter, run again when the object is read, fills in the phase); a
+    /// volume `Pending`, with the time of that phase.
     fn prepare_for_create(&self, obj: &mut Value) {
         obj["status"] = match self.kind {
-            Kind::Claim => json!({}),
+            Kind::Claim => json!({"phase": "Pending"}),
             Kind::Volume => json!({"phase": "Pending", "lastPhaseTransitionTime": meta::now()}),
         };
         drop_volume_attributes_class(obj, None);

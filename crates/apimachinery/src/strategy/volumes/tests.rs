@@ -40,7 +40,8 @@ fn claim_defaults_and_status() {
     claim().default(&mut pvc);
     claim().prepare_for_create(&mut pvc);
     assert_eq!(pvc["spec"]["volumeMode"], "Filesystem");
-    assert_eq!(pvc["status"], json!({}));
+    // The sent status is dropped; a new claim is Pending (`kubectl get pvc`).
+    assert_eq!(pvc["status"], json!({"phase": "Pending"}));
     assert!(pvc["spec"].get("volumeAttributesClassName").is_none());
     assert!(claim().validate_create(&pvc).is_empty());
 }

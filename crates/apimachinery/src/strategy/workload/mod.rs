@@ -12,7 +12,7 @@
 use serde_json::{json, Map, Value};
 
 use super::pod::default_pod_spec;
-use super::{generic, reset_status, Generic, Strategy};
+use super::{generic, null_template_creation_timestamp, reset_status, Generic, Strategy};
 
 pub mod apps;
 pub mod cron;
@@ -75,6 +75,14 @@ pub fn default_template(template: &mut Value) {
 
 impl Strategy for Workload {
     fn default(&self, obj: &mut Value) {
+        for path in ["/spec/template", "/spec/jobTemplate", "/spec/jobTemplate/spec/template"] {
+            if let Some(t) = obj.pointer_mut(path).filter(|t| t.is_object()) {
+                null_template_creation_timestamp(t);
+            }
+        }
+        if let Some(claims) = obj.pointer_mut("/spec/volumeClaimTemplates").and_then(Value::as_array_mut) {
+            claims.iter_mut().for_each(null_template_creation_timestamp);
+        }
         if let Some(template) = obj.pointer_mut("/spec/template").filter(|t| t.is_object()) {
             default_template(template);
         }
