@@ -8,30 +8,10 @@
 mod api_common;
 mod support;
 
-use api_common::{apply, kubectl_stdin, ok};
+use api_common::{apply, apply_fails, assert_lines, assert_nothing_stored, kubectl_stdin, ok};
 use base64::Engine;
 use serde_json::{json, Value};
 use support::TestServer;
-
-/// Asserts that `kubectl apply -f -` of `yaml` exits 1 and returns stderr.
-fn apply_exits_1(s: &TestServer, yaml: &str) -> String {
-    let out = kubectl_stdin(s, &["apply", "-f", "-"], yaml);
-    assert_eq!(out.status.code(), Some(1), "stdout: {}", String::from_utf8_lossy(&out.stdout));
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// `kubectl get <resource>` finds nothing.
-fn assert_nothing_stored(s: &TestServer, resource: &str) {
-    let out = s.kubectl(&["get", resource, "-A"]);
-    assert!(out.status.success() && out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("No resources found"));
-}
-
-fn assert_lines(err: &str, lines: &[&str]) {
-    for line in lines {
-        assert!(err.contains(line), "missing {line:?} in:\n{err}");
-    }
-}
 
 fn get_json(s: &TestServer, args: &[&str]) -> Value {
     let mut all = vec!["get"];
@@ -70,7 +50,7 @@ fn invalid_webhook_configurations_are_refused_with_upstreams_messages() {
             "    url: http://hooks.example.com/x?a=1\n",
         )
         .replace("timeoutSeconds", "");
-    let err = apply_exits_1(&s, &bad);
+    let err = apply_fails(&s, &bad);
     assert_lines(
         &err,
         &[
@@ -81,13 +61,13 @@ fn invalid_webhook_configurations_are_refused_with_upstreams_messages() {
             "* webhooks[0].clientConfig.url: Invalid value: \"a=1\": query parameters are not permitted in the URL",
         ],
     );
-    let err = apply_exits_1(&s, &WEBHOOK.replace("admissionReviewVersions: [v1]", "admissionReviewVersions: [v2]"));
+    let err = apply_fails(&s, &WEBHOOK.replace("admissionReviewVersions: [v1]", "admissionReviewVersions: [v2]"));
     assert_lines(
         &err,
         &["The ValidatingWebhookConfiguration \"check\" is invalid: webhooks[0].admissionReviewVersions: Invalid value: []string{\"v2\"}: must include at least one of v1, v1beta1"],
     );
     let two = format!("{WEBHOOK}{}", &WEBHOOK[WEBHOOK.find("- name:").unwrap()..]);
-    let err = apply_exits_1(&s, &two);
+    let err = apply_fails(&s, &two);
     assert_lines(
         &err,
         &["The ValidatingWebhookConfiguration \"check\" is invalid: webhooks[1].name: Duplicate value: \"check.example.com\""],
@@ -116,7 +96,7 @@ fn valid_webhook_configurations_are_stored_with_v1_defaults() {
     apply(&s, &mutating);
     let got = get_json(&s, &["mutatingwebhookconfiguration", "check"]);
     assert_eq!(got["webhooks"][0]["reinvocationPolicy"], "Never");
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         &mutating.replace("  sideEffects: None\n", "  sideEffects: None\n  reinvocationPolicy: Always\n"),
     );
@@ -143,7 +123,7 @@ spec:
 #[test]
 fn api_services_follow_kube_aggregator_rules() {
     let s = TestServer::start();
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         &API_SERVICE
             .replace("name: v1beta1.metrics.example.com", "name: v1.metrics.example.com")
@@ -194,7 +174,7 @@ fn certificate_signing_requests_need_a_parsable_request() {
             base64::engine::general_purpose::STANDARD.encode(request)
         )
     };
-    let err = apply_exits_1(&s, &csr(b"ab", "  expirationSeconds: 60\n"));
+    let err = apply_fails(&s, &csr(b"ab", "  expirationSeconds: 60\n"));
     assert_lines(
         &err,
         &[
@@ -204,7 +184,7 @@ fn certificate_signing_requests_need_a_parsable_request() {
         ],
     );
     let pem = openssl_csr(s.data_dir());
-    let err = apply_exits_1(&s, &csr(&pem, "").replace("signerName: example.com/signer", "signerName: example/signer"));
+    let err = apply_fails(&s, &csr(&pem, "").replace("signerName: example.com/signer", "signerName: example/signer"));
     assert_lines(
         &err,
         &["The CertificateSigningRequest \"alice\" is invalid: spec.signerName: Invalid value: \"example\": should be a domain with at least two segments separated by dots"],
@@ -218,11 +198,11 @@ fn certificate_signing_requests_need_a_parsable_request() {
 fn runtime_classes_csi_drivers_and_templates_follow_upstream() {
     let s = TestServer::start();
     let rc = "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: gvisor\nhandler: runsc\n";
-    let err = apply_exits_1(&s, &rc.replace("handler: runsc", "handler: Run_SC"));
+    let err = apply_fails(&s, &rc.replace("handler: runsc", "handler: Run_SC"));
     assert_lines(&err, &["The RuntimeClass \"gvisor\" is invalid: handler: Invalid value: \"Run_SC\": a lowercase RFC 1123 label must consist of"]);
     assert_nothing_stored(&s, "runtimeclasses");
     apply(&s, rc);
-    let err = apply_exits_1(&s, &rc.replace("handler: runsc", "handler: kata"));
+    let err = apply_fails(&s, &rc.replace("handler: runsc", "handler: kata"));
     assert_lines(
         &err,
         &["The RuntimeClass \"gvisor\" is invalid: handler: Invalid value: \"kata\": field is immutable"],
@@ -238,11 +218,11 @@ fn runtime_classes_csi_drivers_and_templates_follow_upstream() {
     assert_eq!(got["spec"]["requiresRepublish"], false);
     assert_eq!(got["spec"]["storageCapacity"], false);
     assert_eq!(got["spec"]["seLinuxMount"], false);
-    let err = apply_exits_1(&s, &driver.replace("spec: {}", "spec:\n  attachRequired: false"));
+    let err = apply_fails(&s, &driver.replace("spec: {}", "spec:\n  attachRequired: false"));
     assert_lines(&err, &["The CSIDriver \"csi.example.com\" is invalid: spec.attachedRequired: Invalid value: false: field is immutable"]);
 
     let va = "apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nmetadata:\n  name: va\nspec:\n  attacher: csi.example.com\n  nodeName: node-1\n  source: {}\n";
-    let err = apply_exits_1(&s, va);
+    let err = apply_fails(&s, va);
     assert_lines(
         &err,
         &["The VolumeAttachment \"va\" is invalid: spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName"],
@@ -250,7 +230,7 @@ fn runtime_classes_csi_drivers_and_templates_follow_upstream() {
     assert_nothing_stored(&s, "volumeattachments");
 
     let pt = "apiVersion: v1\nkind: PodTemplate\nmetadata:\n  name: web\n  namespace: default\ntemplate:\n  metadata:\n    labels:\n      app: web\n  spec:\n    containers:\n    - name: c\n      image: nginx\n";
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         &pt.replace("      image: nginx\n", "      image: nginx\n      ports:\n      - containerPort: 70000\n"),
     );
@@ -265,7 +245,7 @@ fn runtime_classes_csi_drivers_and_templates_follow_upstream() {
 
     let cr =
         "apiVersion: apps/v1\nkind: ControllerRevision\nmetadata:\n  name: web-1\n  namespace: default\nrevision: -1\n";
-    let err = apply_exits_1(&s, cr);
+    let err = apply_fails(&s, cr);
     assert_lines(
         &err,
         &[

@@ -7,7 +7,7 @@
 mod api_common;
 mod support;
 
-use api_common::{apply, apply_fails, kubectl_stdin, ok};
+use api_common::{apply, apply_fails, assert_lines, assert_nothing_stored, ok};
 use support::TestServer;
 
 const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
@@ -35,33 +35,13 @@ spec:
                 type: integer
 ";
 
-/// Asserts that `kubectl apply -f -` of `yaml` exits 1 and returns stderr.
-fn apply_exits_1(s: &TestServer, yaml: &str) -> String {
-    let out = kubectl_stdin(s, &["apply", "-f", "-"], yaml);
-    assert_eq!(out.status.code(), Some(1), "stdout: {}", String::from_utf8_lossy(&out.stdout));
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// `kubectl get <resource>` finds nothing.
-fn assert_nothing_stored(s: &TestServer, resource: &str) {
-    let out = s.kubectl(&["get", resource, "-A"]);
-    assert!(out.status.success() && out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("No resources found"));
-}
-
-fn assert_lines(err: &str, lines: &[&str]) {
-    for line in lines {
-        assert!(err.contains(line), "missing {line:?} in:\n{err}");
-    }
-}
-
 #[test]
 fn invalid_crds_are_refused_with_upstreams_messages() {
     let s = TestServer::start();
     let bad = CRD
         .replace("name: widgets.example.com", "name: widget.example.com")
         .replace("              size:\n                type: integer\n", "              size: {}\n");
-    let err = apply_exits_1(&s, &bad);
+    let err = apply_fails(&s, &bad);
     assert_lines(
         &err,
         &[
@@ -70,8 +50,7 @@ fn invalid_crds_are_refused_with_upstreams_messages() {
             "* spec.validation.openAPIV3Schema.properties[spec].properties[size].type: Required value: must not be empty for specified object fields",
         ],
     );
-    let err =
-        apply_exits_1(&s, &CRD.replace("group: example.com", "group: example").replace(".example.com", ".example"));
+    let err = apply_fails(&s, &CRD.replace("group: example.com", "group: example").replace(".example.com", ".example"));
     assert_lines(
         &err,
         &["The CustomResourceDefinition \"widgets.example\" is invalid: spec.group: Invalid value: \"example\": should be a domain with at least one dot"],
@@ -80,10 +59,10 @@ fn invalid_crds_are_refused_with_upstreams_messages() {
         "  versions:\n",
         "  versions:\n  - name: v2\n    served: false\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n",
     );
-    let err = apply_exits_1(&s, &two_storage);
+    let err = apply_fails(&s, &two_storage);
     assert_lines(&err, &["spec.versions: Invalid value: ", "must have exactly one version marked as storage version"]);
     let no_schema = CRD.split("    schema:\n").next().unwrap().to_string();
-    let err = apply_exits_1(&s, &no_schema);
+    let err = apply_fails(&s, &no_schema);
     assert_lines(
         &err,
         &["The CustomResourceDefinition \"widgets.example.com\" is invalid: spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required"],
@@ -134,7 +113,7 @@ fn a_valid_crd_is_stored_with_upstreams_defaults() {
 #[test]
 fn rbac_rules_and_bindings_follow_upstream() {
     let s = TestServer::start();
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: r\n  namespace: default\nrules:\n- nonResourceURLs: [\"/healthz\"]\n  verbs: [get]\n- apiGroups: [\"\"]\n  resources: [pods]\n",
     );
@@ -155,14 +134,14 @@ fn rbac_rules_and_bindings_follow_upstream() {
         ok(&s, &["get", "rolebinding", "rb", "-o", "jsonpath={.subjects[0].apiGroup}|{.subjects[1].apiGroup}"]),
         "rbac.authorization.k8s.io|"
     );
-    let err = apply_exits_1(&s, &rb.replace("name: view", "name: edit"));
+    let err = apply_fails(&s, &rb.replace("name: view", "name: edit"));
     assert_lines(
         &err,
         &["The RoleBinding \"rb\" is invalid: roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"edit\"}: cannot change roleRef"],
     );
     assert_eq!(ok(&s, &["get", "rolebinding", "rb", "-o", "jsonpath={.roleRef.name}"]), "view");
 
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: crb\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: r\nsubjects:\n- kind: ServiceAccount\n  name: default\n",
     );
@@ -180,7 +159,7 @@ fn rbac_rules_and_bindings_follow_upstream() {
 fn pod_disruption_budgets_take_min_available_or_max_unavailable() {
     let s = TestServer::start();
     let pdb = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: p\n  namespace: default\nspec:\n  minAvailable: 1\n  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app: web\n";
-    let err = apply_exits_1(&s, pdb);
+    let err = apply_fails(&s, pdb);
     // Upstream prints the spec struct with pointer addresses, which vary.
     assert_lines(
         &err,
@@ -191,7 +170,7 @@ fn pod_disruption_budgets_take_min_available_or_max_unavailable() {
     );
     assert_nothing_stored(&s, "pdb");
     let err =
-        apply_exits_1(&s, &pdb.replace("  maxUnavailable: 1\n", "").replace("minAvailable: 1", "minAvailable: 120%"));
+        apply_fails(&s, &pdb.replace("  maxUnavailable: 1\n", "").replace("minAvailable: 1", "minAvailable: 120%"));
     assert_lines(
         &err,
         &["The PodDisruptionBudget \"p\" is invalid: spec.minAvailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"120%\"}: must not be greater than 100%"],
@@ -207,7 +186,7 @@ fn storage_classes_get_upstreams_defaults_and_keep_their_provisioner() {
     apply(&s, sc);
     let yaml = ok(&s, &["get", "storageclass", "fast", "-o", "yaml"]);
     assert_lines(&yaml, &["reclaimPolicy: Delete\n", "volumeBindingMode: Immediate\n"]);
-    let err = apply_exits_1(&s, &sc.replace("example.com/disk", "example.com/other").replace("ssd", "hdd"));
+    let err = apply_fails(&s, &sc.replace("example.com/disk", "example.com/other").replace("ssd", "hdd"));
     assert_lines(
         &err,
         &[
@@ -216,7 +195,7 @@ fn storage_classes_get_upstreams_defaults_and_keep_their_provisioner() {
             "* provisioner: Forbidden: updates to provisioner are forbidden.",
         ],
     );
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: slow\nprovisioner: example.com/disk\nreclaimPolicy: Recycle\n",
     );
@@ -229,7 +208,7 @@ fn storage_classes_get_upstreams_defaults_and_keep_their_provisioner() {
 #[test]
 fn priority_classes_and_leases_follow_upstream() {
     let s = TestServer::start();
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: huge\nvalue: 2000000000\n",
     );
@@ -240,7 +219,7 @@ fn priority_classes_and_leases_follow_upstream() {
     apply(&s, "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: high\nvalue: 1000\n");
     assert_eq!(ok(&s, &["get", "priorityclass", "high", "-o", "jsonpath={.preemptionPolicy}"]), "PreemptLowerPriority");
 
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: l\n  namespace: default\nspec:\n  leaseDurationSeconds: 0\n",
     );
@@ -254,7 +233,7 @@ fn priority_classes_and_leases_follow_upstream() {
 fn ingresses_and_network_policies_follow_upstream() {
     let s = TestServer::start();
     let ing = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\n  namespace: default\nspec:\n  rules:\n  - host: example.com\n    http:\n      paths:\n      - path: /\n        backend:\n          service:\n            name: web\n            port:\n              number: 80\n";
-    let err = apply_exits_1(&s, ing);
+    let err = apply_fails(&s, ing);
     assert_lines(
         &err,
         &["The Ingress \"web\" is invalid: spec.rules[0].http.paths[0].pathType: Required value: pathType must be specified"],
@@ -272,7 +251,7 @@ fn ingresses_and_network_policies_follow_upstream() {
         ),
         "[\"Ingress\",\"Egress\"]|TCP"
     );
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         &np.replace(
             "    - port: 53\n",
@@ -288,7 +267,7 @@ fn ingresses_and_network_policies_follow_upstream() {
 #[test]
 fn persistent_volumes_and_claims_follow_upstream() {
     let s = TestServer::start();
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: default\nspec:\n  storageClassName: fast\n",
     );
@@ -304,13 +283,13 @@ fn persistent_volumes_and_claims_follow_upstream() {
     let pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n";
     apply(&s, pvc);
     assert_eq!(ok(&s, &["get", "pvc", "data", "-o", "jsonpath={.spec.volumeMode}"]), "Filesystem");
-    let err = apply_exits_1(&s, &pvc.replace("ReadWriteOnce", "ReadWriteMany"));
+    let err = apply_fails(&s, &pvc.replace("ReadWriteOnce", "ReadWriteMany"));
     assert_lines(
         &err,
         &["The PersistentVolumeClaim \"data\" is invalid: spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"],
     );
 
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: pv1\nspec:\n  accessModes: [ReadWriteOnce]\n  capacity:\n    storage: 1Gi\n",
     );
@@ -351,7 +330,7 @@ fn limit_ranges_default_container_items() {
         ),
         "500m|{\"cpu\":\"500m\",\"memory\":\"50Mi\"}"
     );
-    let err = apply_exits_1(&s, &lr.replace("memory: 50Mi", "cpu: \"1\"").replace("type: Container", "type: Pod"));
+    let err = apply_fails(&s, &lr.replace("memory: 50Mi", "cpu: \"1\"").replace("type: Container", "type: Pod"));
     // Upstream prints the offending value as Go's %#v of a Quantity struct;
     // only the field and the detail are compared.
     assert_lines(
@@ -367,7 +346,7 @@ fn limit_ranges_default_container_items() {
 fn resource_quotas_follow_upstream() {
     let s = TestServer::start();
     let quota = "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\n  namespace: default\nspec:\n  hard:\n    pods: \"10\"\n    storage: 1Gi\n  scopes: [BestEffort, NotBestEffort]\n";
-    let err = apply_exits_1(&s, quota);
+    let err = apply_fails(&s, quota);
     assert_lines(
         &err,
         &[
@@ -378,7 +357,7 @@ fn resource_quotas_follow_upstream() {
     );
     assert_nothing_stored(&s, "resourcequota");
     apply(&s, &quota.replace("    storage: 1Gi\n", "").replace(", NotBestEffort", ""));
-    let err = apply_exits_1(
+    let err = apply_fails(
         &s,
         &quota.replace("    storage: 1Gi\n", "").replace("  scopes: [BestEffort, NotBestEffort]\n", ""),
     );

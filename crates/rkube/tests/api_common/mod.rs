@@ -88,11 +88,31 @@ pub fn apply(s: &TestServer, yaml: &str) -> String {
     stdout
 }
 
-/// `kubectl apply -f -` that must fail; returns its stderr.
+/// `kubectl apply -f -` that must fail as kubectl does for a server error
+/// (exit code 1); returns its stderr.
 pub fn apply_fails(s: &TestServer, yaml: &str) -> String {
     let out = kubectl_stdin(s, &["apply", "-f", "-"], yaml);
-    assert!(!out.status.success(), "kubectl apply should have failed: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "kubectl apply should have failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `kubectl get <resource> -A` finds nothing.
+pub fn assert_nothing_stored(s: &TestServer, resource: &str) {
+    let out = s.kubectl(&["get", resource, "-A"]);
+    assert!(out.status.success() && out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No resources found"));
+}
+
+/// Asserts that `text` contains every one of `lines`.
+pub fn assert_lines(text: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
 }
 
 /// A kubectl process running in the background (e.g. `get -w`), its
