@@ -82,31 +82,8 @@ struct Kubelet {
     release: mpsc::Sender<()>,
 }
 
-fn kubelet_tls(s: &TestServer) -> Arc<rustls::ServerConfig> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let read = |name: &str| std::fs::read(s.tls_dir().join(name)).unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from_pem_slice(&read("ca.crt")).unwrap()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier =
-        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build().unwrap();
-    // The API server's serving certificate is signed by the cluster CA and
-    // valid for 127.0.0.1: it stands in for a kubelet's.
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(
-            vec![CertificateDer::from_pem_slice(&read("apiserver.crt")).unwrap()],
-            PrivateKeyDer::from_pem_slice(&read("apiserver.key")).unwrap(),
-        )
-        .unwrap();
-    Arc::new(config)
-}
-
 fn start_kubelet(s: &TestServer) -> Kubelet {
-    let config = kubelet_tls(s);
+    let config = support::kubelet_tls(&s.tls_dir());
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));

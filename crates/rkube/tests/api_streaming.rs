@@ -246,24 +246,7 @@ struct Script {
 /// `v5.channel.k8s.io`; each connection plays the next script. Returns
 /// the port and the thread, which yields the paths it was asked for.
 fn standin_kubelet(s: &TestServer, scripts: Vec<Script>) -> (u16, std::thread::JoinHandle<Vec<String>>) {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let read = |name: &str| std::fs::read(s.tls_dir().join(name)).unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from_pem_slice(&read("ca.crt")).unwrap()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier =
-        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build().unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(
-            vec![CertificateDer::from_pem_slice(&read("apiserver.crt")).unwrap()],
-            PrivateKeyDer::from_pem_slice(&read("apiserver.key")).unwrap(),
-        )
-        .unwrap();
-    let config = Arc::new(config);
+    let config = support::kubelet_tls(&s.tls_dir());
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let thread = std::thread::spawn(move || {

@@ -347,6 +347,29 @@ pub fn admin_tls_config(tls_dir: &Path) -> Result<Arc<rustls::ClientConfig>, Str
     client_tls_config(tls_dir, &read("admin.crt")?, &read("admin.key")?)
 }
 
+/// A TLS server configuration for a stand-in kubelet: it requires a client
+/// certificate from the cluster CA in `tls_dir` (the API server's
+/// kubelet-client one) and serves the API server's own certificate, which
+/// the cluster CA signed for 127.0.0.1.
+pub fn kubelet_tls(tls_dir: &Path) -> Arc<rustls::ServerConfig> {
+    let read = |name: &str| std::fs::read(tls_dir.join(name)).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_slice(&read("ca.crt")).unwrap()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build().unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![CertificateDer::from_pem_slice(&read("apiserver.crt")).unwrap()],
+            PrivateKeyDer::from_pem_slice(&read("apiserver.key")).unwrap(),
+        )
+        .unwrap();
+    Arc::new(config)
+}
+
 /// A TLS client configuration for a user of our own: a fresh client
 /// certificate from the cluster CA in `tls_dir` with CN `user` and O `group`
 /// (how x509 authentication names the user and its group).
