@@ -50,8 +50,9 @@ use super::{Api, Ctx};
 use crate::storage::ResourceStore;
 use location::{container_of, kubelet_endpoint, stream_location, StreamOptions};
 
-/// How long a dial to a kubelet may take.
-const DIAL_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a dial to a kubelet or backend may take: the 30 s of
+/// upstream's kubelet transport dialer.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the streaming handlers need of the raw request beyond the parsed
 /// resource request: method, URI (the proxy path and query as sent), the
