@@ -10,6 +10,7 @@ pub mod meta;
 pub mod openapi;
 pub mod patch;
 pub mod printers;
+pub mod quantity;
 pub mod protobuf;
 pub mod registry;
 pub mod selector;

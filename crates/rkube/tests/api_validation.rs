@@ -97,7 +97,7 @@ fn probes_volumes_and_scheduling_fields_are_validated() {
     }
 
     // A valid pod gets upstream's probe and volume defaults.
-    let good = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: z\nspec:\n  schedulingGates:\n  - name: wait\n  volumes:\n  - name: data\n    hostPath:\n      path: /data\n  - name: scratch\n  containers:\n  - name: c\n    image: nginx:1.27\n    resources:\n      limits:\n        cpu: \"1\"\n    volumeMounts:\n    - name: data\n      mountPath: /data\n    livenessProbe:\n      httpGet:\n        port: 80\n";
+    let good = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: z\nspec:\n  schedulingGates:\n  - name: wait\n  volumes:\n  - name: data\n    hostPath:\n      path: /data\n  - name: scratch\n  containers:\n  - name: c\n    image: nginx:1.27\n    resources:\n      limits:\n        cpu: \"0.5\"\n        memory: 1024Mi\n    volumeMounts:\n    - name: data\n      mountPath: /data\n    livenessProbe:\n      httpGet:\n        port: 80\n";
     apply(&s, good);
     let pod = json(&ok(&s, &["get", "pod", "z", "-o", "json"]));
     let probe = &pod["spec"]["containers"][0]["livenessProbe"];
@@ -111,7 +111,10 @@ fn probes_volumes_and_scheduling_fields_are_validated() {
     // A volume naming no source is an emptyDir; a limit without a request
     // is also the request (pods only).
     assert_eq!(pod["spec"]["volumes"][1], serde_json::json!({"name": "scratch", "emptyDir": {}}));
-    assert_eq!(pod["spec"]["containers"][0]["resources"]["requests"], serde_json::json!({"cpu": "1"}));
+    // Quantities read back canonical, as upstream writes them.
+    let canonical = serde_json::json!({"cpu": "500m", "memory": "1Gi"});
+    assert_eq!(pod["spec"]["containers"][0]["resources"]["limits"], canonical);
+    assert_eq!(pod["spec"]["containers"][0]["resources"]["requests"], canonical);
 
     // Scheduling gates may be removed but not added.
     let err = fails(

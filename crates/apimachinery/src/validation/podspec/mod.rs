@@ -810,14 +810,15 @@ mod tests {
         assert_eq!(
             msgs(s, SpecOf::Pod),
             [
-                // A Quantity prints unquoted (it is a fmt.Stringer).
-                "spec.containers[0].resources.limits[example.com/foo]: Invalid value: 1.5: must be an integer",
+                // A Quantity prints unquoted (it is a fmt.Stringer), in its
+                // canonical form.
+                "spec.containers[0].resources.limits[example.com/foo]: Invalid value: 1500m: must be an integer",
                 "spec.containers[0].resources.limits[memroy]: Invalid value: \"memroy\": must be a standard resource type or fully qualified",
                 "spec.containers[0].resources.limits[memroy]: Invalid value: \"memroy\": must be a standard resource for containers",
                 "spec.containers[0].resources.requests[example.com/bar]: Invalid value: \"1\": must be equal to example.com/bar limit of 2",
                 "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources",
                 // Limits without requests were defaulted into requests first.
-                "spec.containers[0].resources.requests[example.com/foo]: Invalid value: 1.5: must be an integer",
+                "spec.containers[0].resources.requests[example.com/foo]: Invalid value: 1500m: must be an integer",
                 "spec.containers[0].resources.requests[memroy]: Invalid value: \"memroy\": must be a standard resource type or fully qualified",
                 "spec.containers[0].resources.requests[memroy]: Invalid value: \"memroy\": must be a standard resource for containers",
             ]
