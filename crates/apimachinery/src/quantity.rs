@@ -25,11 +25,98 @@ pub fn canonicalize(value: &mut Value) {
     }
 }
 
-/// Canonicalizes every value of the map at `value` (a `ResourceList`:
-/// `{cpu: "0.5", memory: "1024Mi"}`).
-pub fn canonicalize_list(value: Option<&mut Value>) {
-    if let Some(m) = value.and_then(Value::as_object_mut) {
-        m.values_mut().for_each(canonicalize);
+/// Upstream's message for a string that is not a quantity.
+pub const SYNTAX_ERROR: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+
+/// The pod spec's quantity fields, relative to a pod spec.
+const POD_SPEC: [&str; 8] = [
+    "containers.*.resources.limits.*",
+    "containers.*.resources.requests.*",
+    "initContainers.*.resources.limits.*",
+    "initContainers.*.resources.requests.*",
+    "ephemeralContainers.*.resources.limits.*",
+    "ephemeralContainers.*.resources.requests.*",
+    "overhead.*",
+    "volumes.*.emptyDir.sizeLimit",
+];
+/// A claim spec's quantity fields, relative to the spec.
+const CLAIM_SPEC: [&str; 2] = ["resources.requests.*", "resources.limits.*"];
+
+/// Where the quantities of a built-in kind are (`*`: every key or item),
+/// with the prefix the pod spec or claim spec tables apply under.
+fn fields(api_version: &str, kind: &str) -> Vec<String> {
+    let under =
+        |prefix: &str, table: &[&str]| -> Vec<String> { table.iter().map(|f| format!("{prefix}{f}")).collect() };
+    match (api_version, kind) {
+        ("v1", "Pod") => under("spec.", &POD_SPEC),
+        ("v1", "PodTemplate") => under("template.spec.", &POD_SPEC),
+        ("apps/v1", "StatefulSet") => {
+            let mut f = under("spec.template.spec.", &POD_SPEC);
+            f.extend(under("spec.volumeClaimTemplates.*.spec.", &CLAIM_SPEC));
+            f
+        }
+        ("apps/v1", "Deployment" | "ReplicaSet" | "DaemonSet")
+        | ("v1", "ReplicationController")
+        | ("batch/v1", "Job") => under("spec.template.spec.", &POD_SPEC),
+        ("batch/v1", "CronJob") => under("spec.jobTemplate.spec.template.spec.", &POD_SPEC),
+        ("v1", "PersistentVolumeClaim") => {
+            let mut f = under("spec.", &CLAIM_SPEC);
+            f.extend(["status.capacity.*".to_string(), "status.allocatedResources.*".to_string()]);
+            f
+        }
+        ("v1", "PersistentVolume") => vec!["spec.capacity.*".into()],
+        ("v1", "LimitRange") => ["max", "min", "default", "defaultRequest", "maxLimitRequestRatio"]
+            .iter()
+            .map(|k| format!("spec.limits.*.{k}.*"))
+            .collect(),
+        ("v1", "ResourceQuota") => vec!["spec.hard.*".into(), "status.hard.*".into(), "status.used.*".into()],
+        ("v1", "Node") => vec!["status.capacity.*".into(), "status.allocatable.*".into()],
+        ("node.k8s.io/v1", "RuntimeClass") => vec!["overhead.podFixed.*".into()],
+        ("storage.k8s.io/v1", "CSIStorageCapacity") => vec!["capacity".into(), "maximumVolumeSize".into()],
+        _ => Vec::new(),
+    }
+}
+
+/// Canonicalizes every quantity of a built-in object (see [`fields`]), as
+/// upstream's decoding and encoding does. Errors with [`SYNTAX_ERROR`] on a
+/// string that is not a quantity (upstream refuses the body with 400).
+pub fn canonicalize_object(api_version: &str, kind: &str, obj: &mut Value) -> Result<(), String> {
+    for field in fields(api_version, kind) {
+        let segments: Vec<&str> = field.split('.').collect();
+        visit(obj, &segments, &mut |v: &mut Value| match v {
+            Value::String(text) => match canonical(text) {
+                Some(c) => {
+                    *text = c;
+                    Ok(())
+                }
+                None => Err(SYNTAX_ERROR.to_string()),
+            },
+            // A JSON number is a quantity too (Go reads `cpu: 1`); upstream
+            // writes it back as a string.
+            Value::Number(n) => {
+                let c = canonical(&n.to_string()).ok_or_else(|| SYNTAX_ERROR.to_string())?;
+                *v = Value::String(c);
+                Ok(())
+            }
+            _ => Ok(()),
+        })?;
+    }
+    Ok(())
+}
+
+/// Applies `f` to every value at `path` under `v` (`*` walks every key of an
+/// object or item of an array).
+fn visit(v: &mut Value, path: &[&str], f: &mut dyn FnMut(&mut Value) -> Result<(), String>) -> Result<(), String> {
+    let Some((first, rest)) = path.split_first() else { return f(v) };
+    match (*first, v) {
+        ("*", Value::Object(m)) => m.values_mut().try_for_each(|c| visit(c, rest, f)),
+        ("*", Value::Array(items)) => items.iter_mut().try_for_each(|c| visit(c, rest, f)),
+        (key, Value::Object(m)) => match m.get_mut(key) {
+            Some(c) => visit(c, rest, f),
+            None => Ok(()),
+        },
+        _ => Ok(()),
     }
 }
 
@@ -179,12 +266,32 @@ mod tests {
     }
 
     #[test]
+    fn objects_are_canonicalized_where_their_kind_holds_quantities() {
+        let mut pod = serde_json::json!({"spec": {
+            "containers": [{"name": "c", "resources": {"limits": {"cpu": "0.5", "memory": "1024Mi"}, "requests": {"cpu": 1}}}],
+            "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "1.5Gi"}}]}});
+        canonicalize_object("v1", "Pod", &mut pod).unwrap();
+        assert_eq!(
+            pod["spec"]["containers"][0]["resources"]["limits"],
+            serde_json::json!({"cpu": "500m", "memory": "1Gi"})
+        );
+        assert_eq!(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"], "1");
+        assert_eq!(pod["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "1536Mi");
+        let mut bad = serde_json::json!({"spec": {"template": {"spec": {"containers": [{"resources": {"limits": {"cpu": "abc"}}}]}}}});
+        assert_eq!(canonicalize_object("apps/v1", "Deployment", &mut bad), Err(SYNTAX_ERROR.to_string()));
+        // Kinds without quantities are untouched.
+        let mut cm = serde_json::json!({"data": {"cpu": "0.5"}});
+        canonicalize_object("v1", "ConfigMap", &mut cm).unwrap();
+        assert_eq!(cm["data"]["cpu"], "0.5");
+    }
+
+    #[test]
     fn non_quantities_are_left_alone() {
         for bad in ["", "abc", "1x", "1..5", ".", "1e", "Gi", "1 Gi", "1e99"] {
             assert_eq!(canonical(bad), None, "{bad:?}");
         }
-        let mut v = serde_json::json!({"cpu": "0.5", "memory": "1024Mi", "pods": 3});
-        canonicalize_list(Some(&mut v));
-        assert_eq!(v, serde_json::json!({"cpu": "500m", "memory": "1Gi", "pods": 3}));
+        let mut v = serde_json::json!("0.5");
+        canonicalize(&mut v);
+        assert_eq!(v, "500m");
     }
 }

@@ -61,7 +61,6 @@ fn table() -> &'static HashMap<(&'static str, &'static str), DecodeFn> {
     TABLE.get_or_init(|| all_kinds().into_iter().collect())
 }
 
-/// The table entry of one struct.
 /// Every struct-backed kind, keyed by `(apiVersion, kind)`.
 fn all_kinds() -> Vec<((&'static str, &'static str), DecodeFn)> {
     macro_rules! entries {
@@ -70,6 +69,7 @@ fn all_kinds() -> Vec<((&'static str, &'static str), DecodeFn)> {
     crate::builtin_kinds::builtin_kinds!(entries)
 }
 
+/// The table entry of one struct.
 fn entry<T>() -> ((&'static str, &'static str), DecodeFn)
 where
     T: Resource + DeserializeOwned + Serialize,
@@ -79,13 +79,15 @@ where
 
 fn decode_as<T>(object: &Value) -> Result<Decoded, DecodeError>
 where
-    T: DeserializeOwned + Serialize,
+    T: Resource + DeserializeOwned + Serialize,
 {
     let mut unknown_fields = Vec::new();
     let typed: T = serde_ignored::deserialize(object, |path| unknown_fields.push(field_path(&path)))
         .map_err(|e| DecodeError(e.to_string()))?;
     let mut object = serde_json::to_value(&typed).map_err(|e| DecodeError(e.to_string()))?;
     drop_empty_metadata(&mut object);
+    // Go parses quantities while decoding and writes them canonical.
+    crate::quantity::canonicalize_object(T::API_VERSION, T::KIND, &mut object).map_err(DecodeError)?;
     Ok(Decoded { object, unknown_fields })
 }
 

@@ -96,6 +96,15 @@ fn probes_volumes_and_scheduling_fields_are_validated() {
         assert!(err.contains(line), "missing {line:?} in:\n{err}");
     }
 
+    // A string that is not a quantity fails decoding, as upstream's 400.
+    let bad_quantity = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: q\nspec:\n  containers:\n  - name: c\n    image: nginx\n    resources:\n      limits:\n        cpu: abc\n";
+    let err = apply_fails(&s, bad_quantity);
+    assert!(
+        err.contains("Error from server (BadRequest)")
+            && err.contains("Pod in version \"v1\" cannot be handled as a Pod: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+        "{err}"
+    );
+
     // A valid pod gets upstream's probe and volume defaults.
     let good = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: z\nspec:\n  schedulingGates:\n  - name: wait\n  volumes:\n  - name: data\n    hostPath:\n      path: /data\n  - name: scratch\n  containers:\n  - name: c\n    image: nginx:1.27\n    resources:\n      limits:\n        cpu: \"0.5\"\n        memory: 1024Mi\n    volumeMounts:\n    - name: data\n      mountPath: /data\n    livenessProbe:\n      httpGet:\n        port: 80\n";
     apply(&s, good);

@@ -250,11 +250,6 @@ impl Strategy for LimitRange {
     /// `SetDefaults_LimitRangeItem` for `Container` items.
     fn default(&self, obj: &mut Value) {
         let Some(items) = obj.pointer_mut("/spec/limits").and_then(Value::as_array_mut) else { return };
-        for item in items.iter_mut() {
-            for key in ["max", "min", "default", "defaultRequest", "maxLimitRequestRatio"] {
-                crate::quantity::canonicalize_list(item.get_mut(key));
-            }
-        }
         for item in items.iter_mut().filter(|i| i.get("type").and_then(Value::as_str) == Some("Container")) {
             let (max, min) = (resources(item, "max"), resources(item, "min"));
             let mut default = resources(item, "default");

@@ -179,12 +179,6 @@ fn remove(obj: &mut Value, parent: &str, field: &str) {
 }
 
 impl Strategy for Node {
-    /// Capacity and allocatable quantities as upstream writes them
-    /// ([`crate::quantity`]).
-    fn default(&self, obj: &mut Value) {
-        crate::quantity::canonicalize_list(obj.pointer_mut("/status/capacity"));
-        crate::quantity::canonicalize_list(obj.pointer_mut("/status/allocatable"));
-    }
     /// Nodes may set every field on create, status included (the kubelet
     /// registers with its status); the retired dynamic kubelet config
     /// (`spec.configSource`, `status.config`) is dropped.

@@ -86,10 +86,6 @@ pub fn validate_runtime_class(rc: &Value) -> ErrorList {
 }
 
 impl Strategy for RuntimeClass {
-    /// The pod overhead's quantities as upstream writes them.
-    fn default(&self, obj: &mut Value) {
-        crate::quantity::canonicalize_list(obj.pointer_mut("/overhead/podFixed"));
-    }
     fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
         validate_runtime_class(obj).to_causes()
     }

@@ -15,7 +15,6 @@ use serde_json::{json, Map, Value};
 
 use super::{reset_status, Generic, Strategy};
 use crate::errors::StatusCause;
-use crate::quantity;
 use crate::validation::podspec::{validate_pod_spec, validate_pod_spec_update, SpecOf};
 use crate::validation::Path;
 
@@ -112,26 +111,6 @@ pub fn default_pod_spec(spec: &mut Map<String, Value>) {
     }
     if let Some(vols) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
         vols.iter_mut().filter_map(Value::as_object_mut).for_each(default_volume);
-    }
-    canonicalize_quantities(spec);
-}
-
-/// Writes the pod spec's quantities as upstream reads them back
-/// ([`crate::quantity`]): container resources, the pod overhead, emptyDir
-/// size limits.
-fn canonicalize_quantities(spec: &mut Map<String, Value>) {
-    for list in ["containers", "initContainers", "ephemeralContainers"] {
-        for c in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
-            for key in ["limits", "requests"] {
-                quantity::canonicalize_list(c.pointer_mut(&format!("/resources/{key}")));
-            }
-        }
-    }
-    quantity::canonicalize_list(spec.get_mut("overhead"));
-    for v in spec.get_mut("volumes").and_then(Value::as_array_mut).into_iter().flatten() {
-        if let Some(limit) = v.pointer_mut("/emptyDir/sizeLimit") {
-            quantity::canonicalize(limit);
-        }
     }
 }
 

@@ -232,12 +232,6 @@ fn validate_scope_selector(
 }
 
 impl Strategy for ResourceQuota {
-    /// Quantities as upstream writes them ([`crate::quantity`]).
-    fn default(&self, obj: &mut Value) {
-        crate::quantity::canonicalize_list(obj.pointer_mut("/spec/hard"));
-        crate::quantity::canonicalize_list(obj.pointer_mut("/status/hard"));
-        crate::quantity::canonicalize_list(obj.pointer_mut("/status/used"));
-    }
     /// Upstream resets the status to its zero value.
     fn prepare_for_create(&self, obj: &mut Value) {
         obj["status"] = json!({});

@@ -12,7 +12,7 @@
 //! and friends), node affinity validation, and quantities are printed as
 //! written (`0` for zero) rather than re-canonicalized.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{generic, Generic, Strategy};
 use crate::errors::StatusCause;
@@ -449,22 +449,11 @@ fn drop_volume_attributes_class(new: &mut Value, old: Option<&Value>) {
     }
 }
 
-/// The quantities of a claim's or volume's spec as upstream writes them
-/// ([`crate::quantity`]): requests, limits, capacity.
-pub(crate) fn canonicalize_claim_or_volume(spec: &mut Map<String, Value>) {
-    if let Some(res) = spec.get_mut("resources") {
-        crate::quantity::canonicalize_list(res.get_mut("requests"));
-        crate::quantity::canonicalize_list(res.get_mut("limits"));
-    }
-    crate::quantity::canonicalize_list(spec.get_mut("capacity"));
-}
-
 impl Strategy for Volumes {
     /// `SetDefaults_PersistentVolumeClaimSpec` / `SetDefaults_PersistentVolume`
     /// (and the hostPath source's empty `type`).
     fn default(&self, obj: &mut Value) {
         let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
-        canonicalize_claim_or_volume(spec);
         if spec.get("volumeMode").is_none_or(Value::is_null) {
             spec.insert("volumeMode".into(), json!("Filesystem"));
         }

@@ -82,9 +82,6 @@ impl Strategy for Workload {
         }
         if let Some(claims) = obj.pointer_mut("/spec/volumeClaimTemplates").and_then(Value::as_array_mut) {
             claims.iter_mut().for_each(null_template_creation_timestamp);
-            for spec in claims.iter_mut().filter_map(|c| c.get_mut("spec")).filter_map(Value::as_object_mut) {
-                super::volumes::canonicalize_claim_or_volume(spec);
-            }
         }
         if let Some(template) = obj.pointer_mut("/spec/template").filter(|t| t.is_object()) {
             default_template(template);

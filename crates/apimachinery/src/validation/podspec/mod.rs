@@ -805,13 +805,13 @@ mod tests {
     fn container_resource_names_and_extended_resources() {
         let mut s = base();
         s["containers"][0]["resources"] = json!({
-            "limits": {"memroy": "1Gi", "example.com/foo": "1.5", "example.com/bar": "2"},
+            "limits": {"memroy": "1Gi", "example.com/foo": "1500m", "example.com/bar": "2"},
             "requests": {"example.com/bar": "1", "example.com/baz": "1"}});
         assert_eq!(
             msgs(s, SpecOf::Pod),
             [
-                // A Quantity prints unquoted (it is a fmt.Stringer), in its
-                // canonical form.
+                // A Quantity prints unquoted (it is a fmt.Stringer); decoding
+                // made `1.5` the canonical `1500m` given here.
                 "spec.containers[0].resources.limits[example.com/foo]: Invalid value: 1500m: must be an integer",
                 "spec.containers[0].resources.limits[memroy]: Invalid value: \"memroy\": must be a standard resource type or fully qualified",
                 "spec.containers[0].resources.limits[memroy]: Invalid value: \"memroy\": must be a standard resource for containers",
