@@ -32,8 +32,10 @@ mod csi;
 mod discovery;
 pub mod endpoints;
 mod event;
+mod flowcontrol;
 mod generic;
 mod gojson;
+mod ipaddress;
 pub(crate) mod limitrange;
 mod namespace;
 mod networking;
@@ -47,7 +49,9 @@ mod scheduling;
 mod secret;
 pub mod service;
 mod storage;
+mod storagecapacity;
 mod templates;
+mod vap;
 mod volumes;
 pub mod workload;
 
@@ -221,8 +225,16 @@ pub fn for_kind(group: &str, kind: &str, has_status_subresource: bool) -> Box<dy
         ("storage.k8s.io", k @ ("CSIDriver" | "CSINode" | "VolumeAttachment")) => {
             Box::new(csi::Csi::for_kind(k).expect("a CSI kind"))
         }
+        ("networking.k8s.io", k @ ("IPAddress" | "ServiceCIDR")) => {
+            Box::new(ipaddress::IpKinds::for_kind(k, has_status_subresource).expect("an IP kind"))
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => Box::new(vap::PolicyBinding::new()),
+        ("storage.k8s.io", "CSIStorageCapacity") => Box::new(storagecapacity::CsiStorageCapacity::new()),
         ("", "PodTemplate") => Box::new(templates::PodTemplate::new()),
         ("apps", "ControllerRevision") => Box::new(templates::ControllerRevision::new()),
+        ("flowcontrol.apiserver.k8s.io", k @ ("FlowSchema" | "PriorityLevelConfiguration")) => {
+            Box::new(flowcontrol::FlowControl::new(k))
+        }
         ("autoscaling", "HorizontalPodAutoscaler") => Box::new(autoscaling::HorizontalPodAutoscaler::new()),
         _ => match workload::for_kind(group, kind, has_status_subresource) {
             Some(w) => Box::new(w),
