@@ -71,12 +71,46 @@ fn fields(api_version: &str, kind: &str) -> Vec<String> {
     }
 }
 
+/// The kinds [`fields`] knows, so their paths are split once.
+const KINDS_WITH_QUANTITIES: [(&str, &str); 15] = [
+    ("v1", "Pod"),
+    ("v1", "PodTemplate"),
+    ("v1", "ReplicationController"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "ReplicaSet"),
+    ("apps/v1", "DaemonSet"),
+    ("apps/v1", "StatefulSet"),
+    ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
+    ("v1", "PersistentVolumeClaim"),
+    ("v1", "PersistentVolume"),
+    ("v1", "LimitRange"),
+    ("v1", "ResourceQuota"),
+    ("v1", "Node"),
+    ("node.k8s.io/v1", "RuntimeClass"),
+];
+
+/// [`fields`] split into path segments, built once: decoding runs on every
+/// write.
+fn field_paths(api_version: &str, kind: &str) -> &'static [Vec<String>] {
+    type Table = Vec<((&'static str, &'static str), Vec<Vec<String>>)>;
+    static TABLE: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        KINDS_WITH_QUANTITIES
+            .iter()
+            .chain(&[("storage.k8s.io/v1", "CSIStorageCapacity")])
+            .map(|&(v, k)| ((v, k), fields(v, k).iter().map(|f| f.split('.').map(str::to_string).collect()).collect()))
+            .collect()
+    });
+    table.iter().find(|((v, k), _)| *v == api_version && *k == kind).map(|(_, paths)| paths.as_slice()).unwrap_or(&[])
+}
+
 /// Canonicalizes every quantity of a built-in object (see [`fields`]), as
 /// upstream's decoding and encoding does. Errors with [`SYNTAX_ERROR`] on a
 /// string that is not a quantity (upstream refuses the body with 400).
 pub fn canonicalize_object(api_version: &str, kind: &str, obj: &mut Value) -> Result<(), String> {
-    for field in fields(api_version, kind) {
-        let segments: Vec<&str> = field.split('.').collect();
+    for segments in field_paths(api_version, kind) {
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
         visit(obj, &segments, &mut |v: &mut Value| match v {
             Value::String(text) => match canonical(text) {
                 Some(c) => {
@@ -276,6 +310,15 @@ mod tests {
         let mut cm = serde_json::json!({"data": {"cpu": "0.5"}});
         canonicalize_object("v1", "ConfigMap", &mut cm).unwrap();
         assert_eq!(cm["data"]["cpu"], "0.5");
+    }
+
+    #[test]
+    fn the_split_table_covers_every_kind_with_quantities() {
+        for (v, k) in KINDS_WITH_QUANTITIES.iter().chain(&[("storage.k8s.io/v1", "CSIStorageCapacity")]) {
+            assert!(!fields(v, k).is_empty(), "{v} {k}");
+            assert_eq!(field_paths(v, k).len(), fields(v, k).len(), "{v} {k}");
+        }
+        assert!(field_paths("v1", "ConfigMap").is_empty());
     }
 
     #[test]
