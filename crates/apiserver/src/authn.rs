@@ -65,6 +65,12 @@ impl UserInfo {
         Some(UserInfo { name, uid: String::new(), groups, extra: BTreeMap::new() })
     }
 
+    /// `system:anonymous` in `system:unauthenticated`: a request without
+    /// credentials.
+    pub fn anonymous() -> UserInfo {
+        UserInfo { name: ANONYMOUS_USER.into(), groups: vec![UNAUTHENTICATED_GROUP.into()], ..UserInfo::default() }
+    }
+
     /// `{username, uid, groups, extra}` as authentication.k8s.io/v1
     /// `UserInfo` serializes it (every field omitted when empty).
     pub fn to_json(&self) -> serde_json::Value {

@@ -42,6 +42,7 @@ use std::time::Duration;
 
 use rkube_store::SharedStore;
 
+pub mod admission;
 pub mod authn;
 pub mod authz;
 pub mod bootstrap;

@@ -11,7 +11,7 @@ use rkube_apimachinery::{meta, ApiError, GroupResource};
 use serde_json::{json, Value};
 
 use super::{body, negotiate, query, Ctx};
-use crate::storage::{ResourceStore, UpdateKind, WriteOptions};
+use crate::storage::{ResourceStore, UpdateKind};
 
 /// Decodes a JSON or YAML request body into a value.
 pub(crate) async fn decode_body(ctx: &Ctx<'_>, body: Body) -> Result<Value, ApiError> {
@@ -59,7 +59,7 @@ pub async fn handle(
         message,
         causes: vec![],
     };
-    let opts = WriteOptions { dry_run: params.dry_run };
+    let (opts, _admission) = ctx.write_options(params.dry_run);
     pods.update(namespace, &name, UpdateKind::Internal, &opts, |current| {
         let mut pod = current
             .ok_or_else(|| ApiError::NotFound { resource: GroupResource::new("", "pods"), name: name.clone() })?

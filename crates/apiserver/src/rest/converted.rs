@@ -29,7 +29,6 @@ use super::update::{check_name, update_kind};
 use super::{body, create, delete, get, list, update, watch, Api, Ctx};
 use crate::storage::conversion::Conversion;
 use crate::storage::namespaces::Operation;
-use crate::storage::WriteOptions;
 
 /// The most a converted (non-watch) response body may be.
 const MAX_RESPONSE: usize = 256 << 20;
@@ -46,6 +45,7 @@ pub async fn serve(
     query: Query,
     headers: HeaderMap,
     body: Body,
+    user: crate::authn::UserInfo,
 ) -> Result<Response, ApiError> {
     let storage_info = api.registry().lookup(conv.group, conv.version, conv.plural).ok_or_else(unavailable(served))?;
     let store = api.store(conv.group, conv.version, conv.plural).ok_or_else(unavailable(served))?;
@@ -69,6 +69,7 @@ pub async fn serve(
         query,
         format: inner_format,
         headers: headers.clone(),
+        user,
     };
     let resp = match verb {
         Verb::Get => get::handle(&ctx).await?,
@@ -119,7 +120,7 @@ async fn patch(ctx: &Ctx<'_>, served: &ResourceInfo, conv: &Conversion, body: Bo
     ctx.admit(Operation::Update, name).await?;
     let gvk = served.gvk();
     let warnings = Mutex::new(Vec::new());
-    let opts = WriteOptions { dry_run: params.dry_run };
+    let (opts, admission) = ctx.write_options(params.dry_run);
     let (patched, _) = ctx
         .store
         .update(namespace, name, update_kind(&ctx.request.subresource), &opts, |current| {
@@ -135,7 +136,8 @@ async fn patch(ctx: &Ctx<'_>, served: &ResourceInfo, conv: &Conversion, body: Bo
             Ok(conv.to_storage(&decoded.object))
         })
         .await?;
-    let warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
+    warnings.extend(admission.warnings());
     Ok(super::response::reply(StatusCode::OK, patched, ctx.format, ctx.info, &warnings))
 }
 

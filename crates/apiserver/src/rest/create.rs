@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::{body, negotiate, query, response, Ctx};
 use crate::storage::namespaces::Operation;
-use crate::storage::{Tracking, WriteOptions};
+use crate::storage::Tracking;
 
 /// Upstream's message when the body names another namespace than the URL.
 pub const NAMESPACE_MISMATCH: &str =
@@ -38,7 +38,9 @@ pub async fn handle(ctx: &Ctx<'_>, body: Body) -> Result<Response, ApiError> {
     ctx.admit(Operation::Create, meta::name(&obj)).await?;
     let manager = manager_or_user_agent(ctx.query.get("fieldManager"), ctx.header(header::USER_AGENT));
     let tracking = Tracking::Update(ManagerId::update(&manager, &ctx.info.api_version(), ""));
-    let opts = WriteOptions { dry_run: params.dry_run };
+    let (opts, admission) = ctx.write_options(params.dry_run);
     let created = ctx.store.create_tracked(namespace, obj, &opts, &tracking).await?;
-    Ok(response::reply(StatusCode::CREATED, created, ctx.format, ctx.info, &decoded.warnings))
+    let mut warnings = decoded.warnings;
+    warnings.extend(admission.warnings());
+    Ok(response::reply(StatusCode::CREATED, created, ctx.format, ctx.info, &warnings))
 }

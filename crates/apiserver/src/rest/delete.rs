@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::{body, list, query, response, Ctx};
 use crate::storage::namespaces::Operation;
-use crate::storage::{DeleteOptions, Deleted, ListResult, Preconditions, PropagationPolicy, WriteOptions};
+use crate::storage::{DeleteOptions, Deleted, ListResult, Preconditions, PropagationPolicy};
 
 /// Reads `DeleteOptions` from the body and the query (body fields win);
 /// 422 on `DeleteOptions.meta.k8s.io` for invalid values, as upstream.
@@ -80,7 +80,7 @@ pub async fn delete_options(ctx: &Ctx<'_>, body: Body) -> Result<DeleteOptions, 
         },
         propagation_policy,
         orphan_dependents: orphan,
-        write: WriteOptions { dry_run },
+        write: ctx.write_options(dry_run).0,
     })
 }
 

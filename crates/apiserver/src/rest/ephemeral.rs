@@ -15,7 +15,7 @@ use super::binding::decode_body;
 use super::request::Verb;
 use super::update::check_name;
 use super::{query, response, Ctx};
-use crate::storage::{ResourceStore, UpdateKind, WriteOptions};
+use crate::storage::{ResourceStore, UpdateKind};
 
 /// Computes the requested pod from the stored one (the PUT body, or the
 /// patch applied).
@@ -51,7 +51,7 @@ pub async fn handle(ctx: &Ctx<'_>, pods: &ResourceStore, verb: Verb, body: Body)
         _ => return Err(ApiError::MethodNotSupported(super::METHOD_NOT_ALLOWED.into())),
     };
     let params = query::write_params(&ctx.query, if verb == Verb::Patch { "PatchOptions" } else { "UpdateOptions" })?;
-    let opts = WriteOptions { dry_run: params.dry_run };
+    let (opts, _admission) = ctx.write_options(params.dry_run);
     let (updated, _) = pods
         .update(namespace, name, UpdateKind::Internal, &opts, |current| {
             let mut pod = pod_of(current)?;

@@ -21,12 +21,14 @@ use rkube_apimachinery::registry::{Registry, ResourceInfo};
 use rkube_apimachinery::ApiError;
 use rkube_store::SharedStore;
 
+use crate::admission::{Chain, RequestAdmission};
+use crate::authn::UserInfo;
 use crate::bootstrap::{self, ClusterConfig};
 use crate::status::StatusError;
 use crate::storage::conversion::Conversion;
 use crate::storage::ipalloc::ServiceAllocator;
 use crate::storage::namespaces::{self, NamespaceLifecycle};
-use crate::storage::ResourceStore;
+use crate::storage::{ResourceStore, WriteOptions};
 
 pub mod auth;
 pub mod binding;
@@ -72,6 +74,8 @@ pub struct Ctx<'a> {
     pub format: Format,
     /// The request headers.
     pub headers: HeaderMap,
+    /// Who asks (anonymous when the request carried no credentials).
+    pub user: UserInfo,
 }
 
 impl Ctx<'_> {
@@ -86,6 +90,26 @@ impl Ctx<'_> {
         let resource = self.store.group_resource();
         self.api.lifecycle.admit(op, resource, is_namespace, &self.request.namespace, name).await
     }
+
+    /// The admission of this request's write ([`crate::admission`]): pass
+    /// it in [`WriteOptions`] and add its warnings to the response.
+    pub fn admission(&self, dry_run: bool) -> Arc<RequestAdmission> {
+        Arc::new(RequestAdmission::new(
+            self.api.admission.clone(),
+            self.user.clone(),
+            self.info.clone(),
+            &self.request.subresource,
+            &self.request.namespace,
+            dry_run,
+        ))
+    }
+
+    /// Write options with this request's admission; the admission is
+    /// returned too, for its warnings.
+    pub fn write_options(&self, dry_run: bool) -> (WriteOptions, Arc<RequestAdmission>) {
+        let admission = self.admission(dry_run);
+        (WriteOptions { dry_run, admission: Some(admission.clone()) }, admission)
+    }
 }
 
 /// The resource API over one store.
@@ -96,6 +120,8 @@ pub struct Api {
     namespaces: Arc<ResourceStore>,
     cluster: ClusterConfig,
     services: Option<Arc<ServiceAllocator>>,
+    /// The admission plugins every write passes.
+    admission: Arc<Chain>,
     /// Flips to `true` when graceful shutdown begins; long-running
     /// responses (watches) subscribe and end at once.
     shutdown: tokio::sync::watch::Sender<bool>,
@@ -127,6 +153,7 @@ impl Api {
         if let Some(events) = stores.get(&("", "v1", "events")) {
             events.set_ttl(cluster.event_ttl);
         }
+        let admission = Arc::new(crate::admission::plugins::default_chain(&stores, &cluster));
         Api {
             registry,
             stores,
@@ -134,6 +161,7 @@ impl Api {
             namespaces,
             cluster,
             services,
+            admission,
             shutdown: tokio::sync::watch::channel(false).0,
         }
     }
@@ -212,11 +240,11 @@ impl Api {
         let Some(request) = request::parse(&parts.method, parts.uri.path(), &query) else {
             return StatusError::path_not_found().into_response();
         };
+        let user = parts.extensions.get::<UserInfo>().cloned();
         let result = if auth::serves(&request) {
-            let user = parts.extensions.get::<crate::authn::UserInfo>().cloned();
             auth::handle(self, &request, query, parts.headers, user, body).await
         } else {
-            self.serve(&request, query, parts.headers, body, raw).await
+            self.serve(&request, query, parts.headers, body, raw, user.unwrap_or_else(UserInfo::anonymous)).await
         };
         match result {
             Ok(resp) => resp,
@@ -234,6 +262,7 @@ impl Api {
         headers: HeaderMap,
         body: Body,
         raw: connect::Raw,
+        user: UserInfo,
     ) -> Result<Response, ApiError> {
         let info =
             self.registry.lookup(&request.group, &request.version, &request.resource).ok_or(ApiError::PathNotFound)?;
@@ -262,14 +291,14 @@ impl Api {
         let is_pod_subresource =
             info.group.is_empty() && info.plural == "pods" && POD_SUBRESOURCES.contains(&request.subresource.as_str());
         if is_binding || is_pod_subresource {
-            return self.serve_pod_subresource(request, info, verb, query, headers, body, raw).await;
+            return self.serve_pod_subresource(request, info, verb, query, headers, body, raw, user).await;
         }
         if info.group.is_empty() && request.subresource == "proxy" {
             return connect::proxy(self, info, request, headers, body, raw).await;
         }
         if !self.stores.contains_key(&(info.group, info.version, info.plural)) {
             if let Some(conv) = Conversion::for_resource(info) {
-                return converted::serve(self, request, info, conv, verb, query, headers, body).await;
+                return converted::serve(self, request, info, conv, verb, query, headers, body, user).await;
             }
         }
         let store = self.stores.get(&(info.group, info.version, info.plural)).ok_or_else(|| {
@@ -280,7 +309,7 @@ impl Api {
         })?;
         let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
         let format = negotiate::output_format(accept, query.get("includeObject"))?;
-        let ctx = Ctx { api: self, request, info, store, query, format, headers: headers.clone() };
+        let ctx = Ctx { api: self, request, info, store, query, format, headers: headers.clone(), user };
         if request.subresource == "scale" {
             return scale::handle(&ctx, verb, body).await;
         }
@@ -313,11 +342,12 @@ impl Api {
         headers: HeaderMap,
         body: Body,
         raw: connect::Raw,
+        user: UserInfo,
     ) -> Result<Response, ApiError> {
         let pods = self.stores.get(&("", "v1", "pods")).ok_or(ApiError::PathNotFound)?;
         let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
         let format = negotiate::output_format(accept, query.get("includeObject"))?;
-        let ctx = Ctx { api: self, request, info, store: pods, query, format, headers: headers.clone() };
+        let ctx = Ctx { api: self, request, info, store: pods, query, format, headers: headers.clone(), user };
         if matches!(verb, Verb::Create | Verb::Update | Verb::Patch) && request.subresource != "log" {
             ctx.admit(namespaces::Operation::Update, &request.name).await?;
         }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::update::{check_name, update_kind};
 use super::{body, query, response, Ctx};
 use crate::storage::namespaces::Operation;
-use crate::storage::{Tracking, UpdateKind, WriteOptions};
+use crate::storage::{Tracking, UpdateKind};
 
 /// `patch`: 200 with the patched object; 404 when it does not exist.
 pub async fn handle(ctx: &Ctx<'_>, body: Body) -> Result<Response, ApiError> {
@@ -40,7 +40,7 @@ pub async fn handle(ctx: &Ctx<'_>, body: Body) -> Result<Response, ApiError> {
     ctx.admit(Operation::Update, name).await?;
     let gvk = ctx.info.gvk();
     let warnings = Mutex::new(Vec::new());
-    let opts = WriteOptions { dry_run: params.dry_run };
+    let (opts, admission) = ctx.write_options(params.dry_run);
     let kind = update_kind(&ctx.request.subresource);
     let (patched, _) = ctx
         .store
@@ -56,7 +56,8 @@ pub async fn handle(ctx: &Ctx<'_>, body: Body) -> Result<Response, ApiError> {
             Ok(decoded.object)
         })
         .await?;
-    let warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
+    warnings.extend(admission.warnings());
     Ok(response::reply(StatusCode::OK, patched, ctx.format, ctx.info, &warnings))
 }
 
@@ -122,7 +123,7 @@ async fn apply(
         now: &now,
     };
     let warnings = Mutex::new(Vec::new());
-    let opts = WriteOptions { dry_run: params.dry_run };
+    let (opts, admission) = ctx.write_options(params.dry_run);
     let (applied, created) = ctx
         .store
         .update_tracked(namespace, name, kind, &opts, &Tracking::Apply, |current| {
@@ -133,7 +134,8 @@ async fn apply(
             Ok(decoded.object)
         })
         .await?;
-    let warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut warnings = warnings.into_inner().unwrap_or_else(|p| p.into_inner());
+    warnings.extend(admission.warnings());
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok(response::reply(status, applied, ctx.format, ctx.info, &warnings))
 }

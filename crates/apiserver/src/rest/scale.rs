@@ -29,7 +29,7 @@ use super::request::Verb;
 use super::update::check_name;
 use super::{body, query, response, Ctx};
 use crate::storage::namespaces::Operation;
-use crate::storage::{UpdateKind, WriteOptions};
+use crate::storage::UpdateKind;
 
 /// The Scale's group/version/kind.
 const SCALE_GVK: GroupVersionKind = GroupVersionKind { group: "autoscaling", version: "v1", kind: "Scale" };
@@ -94,7 +94,7 @@ where
 {
     let (namespace, name) = (&ctx.request.namespace, &ctx.request.name);
     ctx.admit(Operation::Update, name).await?;
-    let opts = WriteOptions { dry_run };
+    let (opts, _admission) = ctx.write_options(dry_run);
     let (updated, _) = ctx
         .store
         .update(namespace, name, UpdateKind::Main, &opts, |current| {

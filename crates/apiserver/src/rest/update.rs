@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::{body, negotiate, query, response, Ctx};
 use crate::storage::namespaces::Operation;
-use crate::storage::{Tracking, UpdateKind, WriteOptions};
+use crate::storage::{Tracking, UpdateKind};
 
 /// The kind of update a subresource path asks for.
 pub fn update_kind(subresource: &str) -> UpdateKind {
@@ -55,11 +55,13 @@ pub async fn handle(ctx: &Ctx<'_>, body: Body) -> Result<Response, ApiError> {
     check_name(&mut obj, name, namespace)?;
     ctx.admit(Operation::Update, name).await?;
     let kind = update_kind(&ctx.request.subresource);
-    let opts = WriteOptions { dry_run: params.dry_run };
+    let (opts, admission) = ctx.write_options(params.dry_run);
     let manager = manager_or_user_agent(ctx.query.get("fieldManager"), ctx.header(header::USER_AGENT));
     let tracking = Tracking::Update(ManagerId::update(&manager, &ctx.info.api_version(), &ctx.request.subresource));
     let (updated, created) =
         ctx.store.update_tracked(namespace, name, kind, &opts, &tracking, |_| Ok(obj.clone())).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok(response::reply(status, updated, ctx.format, ctx.info, &decoded.warnings))
+    let mut warnings = decoded.warnings;
+    warnings.extend(admission.warnings());
+    Ok(response::reply(status, updated, ctx.format, ctx.info, &warnings))
 }

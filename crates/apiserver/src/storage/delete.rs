@@ -38,7 +38,7 @@ pub struct Preconditions {
 }
 
 /// `DeleteOptions`, already validated.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct DeleteOptions {
     /// `gracePeriodSeconds` (negative values count as 1).
     pub grace_period_seconds: Option<i64>,
@@ -72,6 +72,9 @@ impl ResourceStore {
             let mut obj = self.decode(&kv)?;
             let original = obj.clone();
             self.check_preconditions(&obj, &opts.preconditions, name)?;
+            if let Some(admission) = &opts.write.admission {
+                admission.delete(&obj).await?;
+            }
             let was_deleting = meta::deletion_timestamp(&obj).is_some();
 
             // Namespaces: the first delete only starts termination.

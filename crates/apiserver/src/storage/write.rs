@@ -10,15 +10,35 @@ use serde_json::{json, Value};
 
 use super::errors::OPTIMISTIC_LOCK_MSG;
 use super::{parse_resource_version, ResourceStore};
+use crate::admission::AdmitWrite;
 
 /// How many times an update re-reads and retries after losing a race.
 const MAX_UPDATE_ATTEMPTS: usize = 16;
 
 /// Options every write takes.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct WriteOptions {
     /// `dryRun=All`: validate and answer as if written, store nothing.
     pub dry_run: bool,
+    /// The request's admission ([`crate::admission`]); `None` for the
+    /// server's own writes, which are not admitted.
+    pub admission: Option<std::sync::Arc<dyn AdmitWrite>>,
+}
+
+impl WriteOptions {
+    /// Options of a write that is not admitted (the server's own writes).
+    pub fn internal(dry_run: bool) -> WriteOptions {
+        WriteOptions { dry_run, admission: None }
+    }
+}
+
+impl std::fmt::Debug for WriteOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteOptions")
+            .field("dry_run", &self.dry_run)
+            .field("admission", &self.admission.is_some())
+            .finish()
+    }
 }
 
 /// How a write maintains `metadata.managedFields`.
@@ -70,7 +90,7 @@ impl ResourceStore {
         opts: &WriteOptions,
         tracking: &Tracking,
     ) -> Result<Value, ApiError> {
-        self.before_create(namespace, &mut obj)?;
+        self.before_create(namespace, &mut obj, opts.admission.as_deref()).await?;
         self.track(None, &mut obj, tracking);
         let name = meta::name(&obj).to_string();
         let key = self.keys.object(namespace, &name);
@@ -107,8 +127,14 @@ impl ResourceStore {
         Ok(with_resource_version(obj.clone(), kv.mod_revision))
     }
 
-    /// `rest.BeforeCreate` plus the kind's defaulting and validation.
-    fn before_create(&self, namespace: &str, obj: &mut Value) -> Result<(), ApiError> {
+    /// `rest.BeforeCreate` plus the kind's defaulting and validation, with
+    /// the admission phases around the validation.
+    async fn before_create(
+        &self,
+        namespace: &str,
+        obj: &mut Value,
+        admission: Option<&dyn AdmitWrite>,
+    ) -> Result<(), ApiError> {
         if !meta::resource_version(obj).is_empty() {
             return Err(ApiError::Internal("resourceVersion should not be set on objects to be created".into()));
         }
@@ -121,6 +147,12 @@ impl ResourceStore {
             meta::set(obj, "name", json!(name));
         }
         self.strategy.default(obj);
+        if let Some(admission) = admission {
+            admission.mutate(obj, None).await?;
+            // Mutations may not move the object elsewhere (upstream checks
+            // namespace and name again after admission).
+            meta::set(obj, "namespace", if namespaced { json!(namespace) } else { Value::Null });
+        }
         // The uid comes first, as upstream's `FillObjectMetaSystemFields`:
         // Jobs build their generated selector from it in PrepareForCreate.
         meta::set(obj, "uid", json!(meta::new_uid()));
@@ -135,7 +167,11 @@ impl ResourceStore {
         )
         .to_causes();
         errs.extend(self.strategy.validate_create(obj));
-        self.invalid_if_any(obj, errs)
+        self.invalid_if_any(obj, errs)?;
+        match admission {
+            Some(admission) => admission.validate(obj, None).await,
+            None => Ok(()),
+        }
     }
 
     fn invalid_if_any(&self, obj: &Value, causes: Vec<StatusCause>) -> Result<(), ApiError> {
@@ -218,7 +254,16 @@ impl ResourceStore {
             } else if requested != kv.mod_revision {
                 return Err(self.conflict(name));
             }
+            if kind == UpdateKind::Main {
+                self.strategy.default(&mut obj);
+            }
+            if let Some(admission) = &opts.admission {
+                admission.mutate(&mut obj, Some(&old)).await?;
+            }
             self.before_update(kind, &mut obj, &old)?;
+            if let Some(admission) = &opts.admission {
+                admission.validate(&obj, Some(&old)).await?;
+            }
             self.track(Some(&old), &mut obj, tracking);
             // Nothing to write when the new object encodes to the stored
             // bytes (upstream's `bytes.Equal` in GuaranteedUpdate).
@@ -311,10 +356,8 @@ impl ResourceStore {
             meta::set(obj, "namespace", json!(meta::namespace(old)));
         }
         match kind {
-            UpdateKind::Main => {
-                self.strategy.default(obj);
-                self.strategy.prepare_for_update(obj, old);
-            }
+            // Defaulted by the caller, before mutating admission.
+            UpdateKind::Main => self.strategy.prepare_for_update(obj, old),
             UpdateKind::Status => self.strategy.prepare_for_status_update(obj, old),
             UpdateKind::Finalize => NamespaceStrategy.prepare_for_finalize(obj, old),
             UpdateKind::Internal => {}
