@@ -67,12 +67,24 @@ fn fields(api_version: &str, kind: &str) -> Vec<String> {
         ("v1", "Node") => vec!["status.capacity.*".into(), "status.allocatable.*".into()],
         ("node.k8s.io/v1", "RuntimeClass") => vec!["overhead.podFixed.*".into()],
         ("storage.k8s.io/v1", "CSIStorageCapacity") => vec!["capacity".into(), "maximumVolumeSize".into()],
+        // MetricTarget and MetricValueStatus: `value` and `averageValue`.
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => {
+            let sources = ["resource", "pods", "object", "external", "containerResource"];
+            let mut f = Vec::new();
+            for source in sources {
+                for value in ["value", "averageValue"] {
+                    f.push(format!("spec.metrics.*.{source}.target.{value}"));
+                    f.push(format!("status.currentMetrics.*.{source}.current.{value}"));
+                }
+            }
+            f
+        }
         _ => Vec::new(),
     }
 }
 
 /// The kinds [`fields`] knows, so their paths are split once.
-const KINDS_WITH_QUANTITIES: [(&str, &str); 15] = [
+const KINDS_WITH_QUANTITIES: [(&str, &str); 16] = [
     ("v1", "Pod"),
     ("v1", "PodTemplate"),
     ("v1", "ReplicationController"),
@@ -88,6 +100,7 @@ const KINDS_WITH_QUANTITIES: [(&str, &str); 15] = [
     ("v1", "ResourceQuota"),
     ("v1", "Node"),
     ("node.k8s.io/v1", "RuntimeClass"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
 ];
 
 /// [`fields`] split into path segments, built once: decoding runs on every
@@ -306,6 +319,13 @@ mod tests {
         assert_eq!(pod["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "1536Mi");
         let mut bad = serde_json::json!({"spec": {"template": {"spec": {"containers": [{"resources": {"limits": {"cpu": "abc"}}}]}}}});
         assert_eq!(canonicalize_object("apps/v1", "Deployment", &mut bad), Err(SYNTAX_ERROR.to_string()));
+        // HorizontalPodAutoscaler metric targets (autoscaling/v2 MetricTarget).
+        let mut hpa = serde_json::json!({"spec": {"metrics": [
+            {"type": "Pods", "pods": {"target": {"type": "AverageValue", "averageValue": "1000m"}}},
+            {"type": "External", "external": {"target": {"type": "Value", "value": "2048Ki"}}}]}});
+        canonicalize_object("autoscaling/v2", "HorizontalPodAutoscaler", &mut hpa).unwrap();
+        assert_eq!(hpa["spec"]["metrics"][0]["pods"]["target"]["averageValue"], "1");
+        assert_eq!(hpa["spec"]["metrics"][1]["external"]["target"]["value"], "2Mi");
         // Kinds without quantities are untouched.
         let mut cm = serde_json::json!({"data": {"cpu": "0.5"}});
         canonicalize_object("v1", "ConfigMap", &mut cm).unwrap();
