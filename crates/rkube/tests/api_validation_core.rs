@@ -157,4 +157,25 @@ fn events_are_validated_as_upstream() {
     assert!(err.contains(r#"The Event "e2" is invalid: reportingInstance: Required value"#), "{err}");
     apply(&s, &(new_style.to_string() + "reportingInstance: node-1\n"));
     ok(&s, &["get", "events.events.k8s.io", "e2"]);
+
+    // Writes through events.k8s.io/v1 get its strict rules (upstream's
+    // `ValidateEventCreate`/`Update` with that request version)...
+    let strict = "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata:\n  name: e3\n\
+                  regarding: {kind: Pod, name: p, namespace: default}\nreason: Pulled\ntype: Info\n\
+                  action: Pull\nreportingController: kubelet\nreportingInstance: n\ndeprecatedCount: 3\n";
+    let err = apply_fails(&s, strict);
+    for cause in [
+        "eventTime: Required value",
+        r#"type: Invalid value: "": has invalid value: Info"#,
+        r#"count: Invalid value: "": needs to be unset"#,
+    ] {
+        assert!(err.contains(cause), "{cause}: {err}");
+    }
+    let err = apply_fails(&s, &(new_style.to_string() + "reportingInstance: node-1\nnote: changed\n"));
+    assert!(err.contains(r#"message: Invalid value: "changed": field is immutable"#), "{err}");
+    // ...while core/v1 writes keep the legacy ones only.
+    let legacy = "apiVersion: v1\nkind: Event\nmetadata:\n  name: e4\n\
+                  involvedObject: {kind: Pod, name: p, namespace: default}\nreason: Test\ntype: Info\ncount: 3\n";
+    apply(&s, legacy);
+    assert_eq!(ok(&s, &["get", "event", "e4", "-o", "jsonpath={.type} {.count}"]), "Info 3");
 }

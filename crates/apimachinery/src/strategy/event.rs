@@ -14,7 +14,14 @@ use serde_json::Value;
 
 use super::{generic, Generic, Strategy};
 use crate::errors::StatusCause;
-use crate::validation::{is_dns1123_subdomain, is_qualified_name, ErrorList, FieldError, Path};
+use crate::validation::{
+    is_dns1123_subdomain, is_qualified_name, validate_immutable_field, ErrorList, FieldError, Path,
+};
+
+/// The API version whose writes get the strict checks of
+/// [`validate_events_v1`] (upstream: events.k8s.io/v1 and newer; core/v1
+/// and events.k8s.io/v1beta1 keep the legacy rules only).
+pub const EVENTS_V1: &str = "events.k8s.io/v1";
 
 /// Most characters of `reportingInstance`, `action` and `reason`.
 pub const SHORT_FIELD_LIMIT: usize = 128;
@@ -92,7 +99,92 @@ pub fn validate_event(ev: &Value) -> ErrorList {
     errs
 }
 
+/// Whether a core/v1 field holds its Go zero value (absent, null, `""`,
+/// `0`, or an object of zero values).
+fn is_zero(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Number(n)) => n.as_f64() == Some(0.0),
+        Some(Value::Bool(b)) => !b,
+        Some(Value::Object(m)) => m.values().all(|v| is_zero(Some(v))),
+        Some(Value::Array(a)) => a.is_empty(),
+    }
+}
+
+/// `validateV1EventSeries`.
+fn validate_series(ev: &Value, errs: &mut ErrorList) {
+    let Some(series) = ev.get("series").filter(|s| !s.is_null()) else { return };
+    if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
+        errs.push(FieldError::invalid(&Path::new("series.count"), "", "should be at least 2"));
+    }
+    if is_zero(series.get("lastObservedTime")) {
+        errs.push(FieldError::required(&Path::new("series.lastObservedTime"), ""));
+    }
+}
+
+/// The strict rules upstream adds to `legacyValidateEvent` for writes
+/// through events.k8s.io/v1 (`ValidateEventCreate` / `ValidateEventUpdate`
+/// with that request version), on the core/v1 shape: on create a series of
+/// at least 2 with lastObservedTime, `eventTime` required, `type` Normal or
+/// Warning, and the deprecated fields (`firstTimestamp`, `lastTimestamp`,
+/// `count`, `source`) unset; on update (`old` given) the series checked
+/// when it changed and every other field immutable.
+pub fn validate_events_v1(ev: &Value, old: Option<&Value>) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let Some(old) = old else {
+        validate_series(ev, &mut errs);
+        if is_zero(ev.get("eventTime")) {
+            errs.push(FieldError::required(&Path::new("eventTime"), ""));
+        }
+        let kind = text(ev, "/type");
+        if kind != "Normal" && kind != "Warning" {
+            errs.push(FieldError::invalid(&Path::new("type"), "", &format!("has invalid value: {kind}")));
+        }
+        for field in ["firstTimestamp", "lastTimestamp", "count", "source"] {
+            if !is_zero(ev.get(field)) {
+                errs.push(FieldError::invalid(&Path::new(field), "", "needs to be unset"));
+            }
+        }
+        return errs;
+    };
+    if ev.get("series") != old.get("series") {
+        validate_series(ev, &mut errs);
+    }
+    // Upstream's order (reason is checked twice there; causes are deduped).
+    let fields = [
+        ("involvedObject", "involvedObject"),
+        ("reason", "reason"),
+        ("message", "message"),
+        ("source", "source"),
+        ("firstTimestamp", "firstTimestamp"),
+        ("lastTimestamp", "lastTimestamp"),
+        ("count", "count"),
+        ("type", "type"),
+        ("eventTime", "eventTime"),
+        ("action", "action"),
+        ("related", "related"),
+        ("reportingController", "reportingComponent"),
+        ("reportingInstance", "reportingInstance"),
+    ];
+    for (path, json_field) in fields {
+        let (new_v, old_v) = (ev.get(json_field), old.get(json_field));
+        if is_zero(new_v) && is_zero(old_v) {
+            continue;
+        }
+        errs.extend(validate_immutable_field(new_v, old_v, &Path::new(path)));
+    }
+    errs
+}
+
 impl Strategy for Event {
+    fn validate_for_request_version(&self, obj: &Value, old: Option<&Value>, version: &str) -> Vec<StatusCause> {
+        if version == EVENTS_V1 {
+            validate_events_v1(obj, old).to_causes()
+        } else {
+            Vec::new()
+        }
+    }
     fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
         validate_event(obj).to_causes()
     }
@@ -155,5 +247,41 @@ mod tests {
         let missing = json!({"metadata": {"namespace": "default"}, "eventTime": "2026-01-01T00:00:00Z",
             "involvedObject": {}, "reportingInstance": "i", "action": "a", "reason": "r"});
         assert_eq!(create(missing)[0], "reportingController: Required value");
+    }
+
+    fn strict(ev: &Value, old: Option<&Value>) -> Vec<String> {
+        cause_texts(Event::new().validate_for_request_version(ev, old, EVENTS_V1))
+    }
+
+    #[test]
+    fn events_v1_writes_get_the_strict_rules_and_core_writes_do_not() {
+        let ev = json!({"metadata": {"namespace": "default"}, "type": "Info", "count": 3,
+            "firstTimestamp": "2026-01-01T00:00:00Z", "source": {"component": "k"}, "series": {"count": 1}});
+        assert_eq!(
+            strict(&ev, None),
+            vec![
+                r#"series.count: Invalid value: "": should be at least 2"#,
+                "series.lastObservedTime: Required value",
+                "eventTime: Required value",
+                r#"type: Invalid value: "": has invalid value: Info"#,
+                r#"firstTimestamp: Invalid value: "": needs to be unset"#,
+                r#"count: Invalid value: "": needs to be unset"#,
+                r#"source: Invalid value: "": needs to be unset"#,
+            ]
+        );
+        assert!(Event::new().validate_for_request_version(&ev, None, "v1").is_empty());
+        let good = json!({"eventTime": "2026-01-01T00:00:00.000000Z", "type": "Normal", "source": {}, "count": 0});
+        assert!(strict(&good, None).is_empty());
+        let mut changed = good.clone();
+        changed["type"] = json!("Warning");
+        changed["reportingComponent"] = json!("kubelet");
+        assert_eq!(
+            strict(&changed, Some(&good)),
+            vec![
+                r#"type: Invalid value: "Warning": field is immutable"#,
+                r#"reportingController: Invalid value: "kubelet": field is immutable"#,
+            ]
+        );
+        assert!(strict(&good, Some(&good)).is_empty());
     }
 }

@@ -122,6 +122,20 @@ pub trait Strategy: Send + Sync {
         Vec::new()
     }
 
+    /// Validation that depends on the API version the client wrote through
+    /// (`request_api_version`, e.g. `events.k8s.io/v1` for Events stored as
+    /// core/v1; upstream passes the request's GroupVersion from the
+    /// context): added to [`Strategy::validate_create`]'s causes. `old` is
+    /// the stored object on updates.
+    fn validate_for_request_version(
+        &self,
+        _obj: &Value,
+        _old: Option<&Value>,
+        _request_api_version: &str,
+    ) -> Vec<StatusCause> {
+        Vec::new()
+    }
+
     /// Whether the kind has a `/status` subresource (then the main resource
     /// ignores status changes and `/status` ignores everything else).
     fn has_status_subresource(&self) -> bool;

@@ -70,6 +70,7 @@ pub async fn serve(
         format: inner_format,
         headers: headers.clone(),
         user,
+        served,
     };
     let resp = match verb {
         Verb::Get => get::handle(&ctx).await?,

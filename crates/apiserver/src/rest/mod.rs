@@ -76,6 +76,10 @@ pub struct Ctx<'a> {
     pub headers: HeaderMap,
     /// Who asks (anonymous when the request carried no credentials).
     pub user: UserInfo,
+    /// The resource as the client addressed it: `info` itself, or the
+    /// served version of a converted resource (`events.k8s.io/v1` events
+    /// stored as core/v1).
+    pub served: &'a ResourceInfo,
 }
 
 impl Ctx<'_> {
@@ -108,7 +112,9 @@ impl Ctx<'_> {
     /// returned too, for its warnings.
     pub fn write_options(&self, dry_run: bool) -> (WriteOptions, Arc<RequestAdmission>) {
         let admission = self.admission(dry_run);
-        (WriteOptions { dry_run, admission: Some(admission.clone()) }, admission)
+        let request_api_version =
+            if self.served.gvk() == self.info.gvk() { String::new() } else { self.served.api_version() };
+        (WriteOptions { dry_run, admission: Some(admission.clone()), request_api_version }, admission)
     }
 }
 
@@ -309,7 +315,7 @@ impl Api {
         })?;
         let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
         let format = negotiate::output_format(accept, query.get("includeObject"))?;
-        let ctx = Ctx { api: self, request, info, store, query, format, headers: headers.clone(), user };
+        let ctx = Ctx { api: self, request, info, store, query, format, headers: headers.clone(), user, served: info };
         if request.subresource == "scale" {
             return scale::handle(&ctx, verb, body).await;
         }
@@ -347,7 +353,8 @@ impl Api {
         let pods = self.stores.get(&("", "v1", "pods")).ok_or(ApiError::PathNotFound)?;
         let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
         let format = negotiate::output_format(accept, query.get("includeObject"))?;
-        let ctx = Ctx { api: self, request, info, store: pods, query, format, headers: headers.clone(), user };
+        let ctx =
+            Ctx { api: self, request, info, store: pods, query, format, headers: headers.clone(), user, served: info };
         if matches!(verb, Verb::Create | Verb::Update | Verb::Patch) && request.subresource != "log" {
             ctx.admit(namespaces::Operation::Update, &request.name).await?;
         }

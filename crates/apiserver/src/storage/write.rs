@@ -23,12 +23,16 @@ pub struct WriteOptions {
     /// The request's admission ([`crate::admission`]); `None` for the
     /// server's own writes, which are not admitted.
     pub admission: Option<std::sync::Arc<dyn AdmitWrite>>,
+    /// The apiVersion the client wrote through when it differs from the
+    /// stored one (`events.k8s.io/v1` for Events): the kind's
+    /// version-dependent validation applies. Empty otherwise.
+    pub request_api_version: String,
 }
 
 impl WriteOptions {
     /// Options of a write that is not admitted (the server's own writes).
     pub fn internal(dry_run: bool) -> WriteOptions {
-        WriteOptions { dry_run, admission: None }
+        WriteOptions { dry_run, admission: None, request_api_version: String::new() }
     }
 }
 
@@ -37,6 +41,7 @@ impl std::fmt::Debug for WriteOptions {
         f.debug_struct("WriteOptions")
             .field("dry_run", &self.dry_run)
             .field("admission", &self.admission.is_some())
+            .field("request_api_version", &self.request_api_version)
             .finish()
     }
 }
@@ -90,7 +95,7 @@ impl ResourceStore {
         opts: &WriteOptions,
         tracking: &Tracking,
     ) -> Result<Value, ApiError> {
-        self.before_create(namespace, &mut obj, opts.admission.as_deref()).await?;
+        self.before_create(namespace, &mut obj, opts).await?;
         self.track(None, &mut obj, tracking);
         let name = meta::name(&obj).to_string();
         let key = self.keys.object(namespace, &name);
@@ -129,12 +134,8 @@ impl ResourceStore {
 
     /// `rest.BeforeCreate` plus the kind's defaulting and validation, with
     /// the admission phases around the validation.
-    async fn before_create(
-        &self,
-        namespace: &str,
-        obj: &mut Value,
-        admission: Option<&dyn AdmitWrite>,
-    ) -> Result<(), ApiError> {
+    async fn before_create(&self, namespace: &str, obj: &mut Value, opts: &WriteOptions) -> Result<(), ApiError> {
+        let admission = opts.admission.as_deref();
         if !meta::resource_version(obj).is_empty() {
             return Err(ApiError::Internal("resourceVersion should not be set on objects to be created".into()));
         }
@@ -167,6 +168,9 @@ impl ResourceStore {
         )
         .to_causes();
         errs.extend(self.strategy.validate_create(obj));
+        if !opts.request_api_version.is_empty() {
+            errs.extend(self.strategy.validate_for_request_version(obj, None, &opts.request_api_version));
+        }
         self.invalid_if_any(obj, errs)?;
         match admission {
             Some(admission) => admission.validate(obj, None).await,
@@ -260,7 +264,7 @@ impl ResourceStore {
             if let Some(admission) = &opts.admission {
                 admission.mutate(&mut obj, Some(&old)).await?;
             }
-            self.before_update(kind, &mut obj, &old)?;
+            self.before_update(kind, &mut obj, &old, &opts.request_api_version)?;
             if let Some(admission) = &opts.admission {
                 admission.validate(&obj, Some(&old)).await?;
             }
@@ -351,7 +355,13 @@ impl ResourceStore {
 
     /// `rest.BeforeUpdate`: what the update may change, generation,
     /// the metadata fields that only the server sets, validation.
-    fn before_update(&self, kind: UpdateKind, obj: &mut Value, old: &Value) -> Result<(), ApiError> {
+    fn before_update(
+        &self,
+        kind: UpdateKind,
+        obj: &mut Value,
+        old: &Value,
+        request_api_version: &str,
+    ) -> Result<(), ApiError> {
         if self.info.namespaced() {
             meta::set(obj, "namespace", json!(meta::namespace(old)));
         }
@@ -385,6 +395,9 @@ impl ResourceStore {
         let mut causes = errs.to_causes();
         if kind != UpdateKind::Internal {
             causes.extend(self.strategy.validate_update(obj, old));
+            if !request_api_version.is_empty() {
+                causes.extend(self.strategy.validate_for_request_version(obj, Some(old), request_api_version));
+            }
         }
         self.invalid_if_any(obj, causes)
     }
