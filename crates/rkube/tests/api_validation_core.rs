@@ -162,7 +162,7 @@ fn events_are_validated_as_upstream() {
     // `ValidateEventCreate`/`Update` with that request version)...
     let strict = "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata:\n  name: e3\n\
                   regarding: {kind: Pod, name: p, namespace: default}\nreason: Pulled\ntype: Info\n\
-                  action: Pull\nreportingController: kubelet\nreportingInstance: n\ndeprecatedCount: 3\n";
+                  action: Pull\nreportingController: kubelet\nreportingInstance: node-a\ndeprecatedCount: 3\n";
     let err = apply_fails(&s, strict);
     for cause in [
         "eventTime: Required value",
