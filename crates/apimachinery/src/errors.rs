@@ -134,6 +134,12 @@ pub enum ApiError {
     /// reason, which is then omitted, and the error text as message).
     #[error("{message}")]
     Generic { code: u16, reason: &'static str, message: String },
+    /// A whole Status decided elsewhere, answered as given: an admission
+    /// webhook's denial (its code, reason, message and details), or a
+    /// ValidatingAdmissionPolicy denial (reason Invalid/Forbidden/…, the
+    /// `<resource> "<name>"` details and one cause with the message).
+    #[error("{message}")]
+    Status { code: u16, reason: &'static str, message: String, details: Value },
 }
 
 /// The message of upstream's `ErrorList.ToAggregate()`: each distinct
@@ -174,6 +180,7 @@ impl ApiError {
             ApiError::ServiceUnavailable(_) => 503,
             ApiError::ResourceVersionTooLarge { .. } => 504,
             ApiError::Generic { code, .. } => *code,
+            ApiError::Status { code, .. } => *code,
         }
     }
 
@@ -197,6 +204,7 @@ impl ApiError {
             ApiError::ServiceUnavailable(_) => "ServiceUnavailable",
             ApiError::ResourceVersionTooLarge { .. } => "Timeout",
             ApiError::Generic { reason, .. } => reason,
+            ApiError::Status { reason, .. } => reason,
         }
     }
 
@@ -241,6 +249,11 @@ impl ApiError {
             }
             ApiError::TooManyRequestsWithCauses { causes, .. } => {
                 put("causes", json!(causes));
+            }
+            ApiError::Status { details: given, .. } => {
+                if let Some(given) = given.as_object() {
+                    details.extend(given.clone());
+                }
             }
             _ => {}
         }

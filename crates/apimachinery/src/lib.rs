@@ -5,13 +5,14 @@
 
 pub mod apply;
 mod builtin_kinds;
+pub mod cel;
 pub mod errors;
 pub mod meta;
 pub mod openapi;
 pub mod patch;
 pub mod printers;
-pub mod quantity;
 pub mod protobuf;
+pub mod quantity;
 pub mod registry;
 pub mod selector;
 pub mod strategy;

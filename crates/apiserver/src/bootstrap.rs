@@ -71,6 +71,12 @@ pub struct ClusterConfig {
     /// The client towards kubelets for exec/attach sessions
     /// (apiserver-kubelet-client certificate); `None` only dials them.
     pub kubelet_client: Option<std::sync::Arc<crate::rest::connect::kubelet::KubeletClient>>,
+    /// The authenticator chain (`--anonymous-auth`, `--token-auth-file`;
+    /// the client CA is added by [`crate::ApiServer::bind`]) and its caches.
+    pub authenticator: std::sync::Arc<crate::authn::Authenticator>,
+    /// The audit policy and log (`--audit-policy-file`, `--audit-log-path`);
+    /// `None`: nothing is audited.
+    pub audit: Option<std::sync::Arc<crate::audit::Auditor>>,
 }
 
 impl Default for ClusterConfig {
@@ -85,6 +91,8 @@ impl Default for ClusterConfig {
                 crate::serviceaccount::DEFAULT_ISSUER,
             )),
             kubelet_client: None,
+            authenticator: std::sync::Arc::default(),
+            audit: None,
         }
     }
 }

@@ -8,10 +8,12 @@
 //! - [`listener`]: the accept loop, HTTP/1.1 + HTTP/2 via hyper-util, and
 //!   graceful shutdown;
 //! - [`router`]: the routes;
-//! - [`authn`]: who is asking (the client certificate's user, attached to
-//!   the request as [`authn::UserInfo`]; anonymous requests refused);
-//! - [`authz`]: the authorizer seam the access reviews ask (today: every
-//!   authenticated user may do everything, until RBAC);
+//! - [`authn`]: who is asking (client certificates, bearer tokens, service
+//!   account and bootstrap tokens, impersonation; the result attached to
+//!   the request as [`authn::UserInfo`]; bad credentials get a 401);
+//! - [`authz`]: authorization — the filter every request passes, the
+//!   authorizer chain (system:masters, Node, RBAC) the access reviews ask,
+//!   the bootstrap RBAC policy and escalation prevention;
 //! - [`serviceaccount`]: signing and verifying service-account tokens;
 //! - [`filters`]: the in-flight limits (429 beyond them) and the request
 //!   instrumentation every request passes;
@@ -27,6 +29,10 @@
 //!   (keys, resourceVersion semantics, strategies, finalizers, watch);
 //! - [`cache`]: the watch cache in front of the store (one store watch per
 //!   resource fanned out to every API watch; lists from memory);
+//! - [`audit`]: the audit log (`--audit-policy-file`, `--audit-log-path`),
+//!   a middleware right after authentication;
+//! - [`encryption`]: encryption at rest of the configured resources
+//!   (`--encryption-provider-config`), a wrapper around the store;
 //! - [`status`]: the one place an API error becomes a `Status` response;
 //! - [`bootstrap`]: the objects the API server keeps itself (the
 //!   `kubernetes` Service and endpoints, system PriorityClasses, the
@@ -43,11 +49,13 @@ use std::time::Duration;
 use rkube_store::SharedStore;
 
 pub mod admission;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod bootstrap;
 pub mod cache;
 pub mod discovery;
+pub mod encryption;
 pub mod filters;
 pub mod health;
 pub mod listener;
@@ -125,6 +133,10 @@ impl ApiServer {
         if cluster.advertise_port == 0 {
             cluster.advertise_port = listener.local_addr().port();
         }
+        // The x509 authenticator verifies client certificates against the
+        // same CA the TLS layer hints (see tls::server_config).
+        let authenticator = cluster.authenticator.with_client_ca(&config.tls.client_ca_pem).map_err(Error::Tls)?;
+        cluster.authenticator = std::sync::Arc::new(authenticator);
         let hostname = cluster.hostname.clone().unwrap_or_else(bootstrap::hostname);
         let api = std::sync::Arc::new(rest::Api::with_cluster(registry, config.store.clone(), cluster));
         let bootstrapped = bootstrap(&api).await;

@@ -33,9 +33,12 @@ pub struct AppState {
 
 /// Builds the router over `state`: every request is authenticated first
 /// ([`crate::authn::authenticate`]), then passes the filters
-/// ([`crate::filters::filter`]: in-flight limits and request metrics).
+/// ([`crate::filters::filter`]: in-flight limits and request metrics), then
+/// authorization ([`crate::authz::filter::authorize`]).
 pub fn router(state: AppState) -> Router {
     let filters = state.filters.clone();
+    let api = state.api.clone();
+    let audit = state.api.cluster().audit.clone();
     Router::new()
         .route("/version", get(version))
         .route("/version/", get(version))
@@ -45,15 +48,18 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz/{check}", get(|s, p| single(s, p, Endpoint::Healthz)))
         .route("/livez/{check}", get(|s, p| single(s, p, Endpoint::Livez)))
         .route("/readyz/{check}", get(|s, p| single(s, p, Endpoint::Readyz)))
-        // Everything else requires an authenticated client (crate::authn).
-        .merge(authenticated(&state))
+        .merge(api_routes(&state))
         .with_state(state)
+        // Every path, health and /version included, is authorized (crate::authz::filter).
+        .layer(axum::middleware::from_fn_with_state(api.clone(), crate::authz::filter::authorize))
         .layer(axum::middleware::from_fn_with_state(filters, crate::filters::filter))
-        .layer(axum::middleware::from_fn(crate::authn::authenticate))
+        // Audited right after authentication, as upstream's WithAudit (crate::audit).
+        .layer(axum::middleware::from_fn_with_state(audit, crate::audit::audit))
+        .layer(axum::middleware::from_fn_with_state(api, crate::authn::authenticate))
 }
 
-/// Discovery, OpenAPI and the resource API: only for authenticated clients.
-fn authenticated(state: &AppState) -> Router<AppState> {
+/// Discovery, OpenAPI, `/metrics` and the resource API.
+fn api_routes(state: &AppState) -> Router<AppState> {
     Router::new()
         // Prometheus metrics (upstream: system:monitoring and admins).
         .route("/metrics", get(metrics))
@@ -64,7 +70,6 @@ fn authenticated(state: &AppState) -> Router<AppState> {
             rkube_apimachinery::registry::Registry::builtin().resources(),
         ))))
         .fallback(resources)
-        .layer(axum::middleware::from_fn(crate::authn::deny_anonymous))
 }
 
 /// `GET /metrics`: the Prometheus text exposition ([`crate::metrics`]).

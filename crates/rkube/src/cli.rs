@@ -35,6 +35,38 @@ pub enum Command {
     /// embedded SQLite store or etcd. Creates the cluster PKI and an admin
     /// kubeconfig at <data-dir>/admin.kubeconfig on first start.
     Server(ServerArgs),
+
+    /// Manage bootstrap tokens for joining nodes.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// `rkube token …`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a bootstrap token and print the join token
+    /// `K10<sha256 of the cluster CA certificate (DER), hex>::<id>.<secret>`.
+    Create(TokenCreateArgs),
+}
+
+/// Flags of `rkube token create`.
+#[derive(Debug, Args)]
+pub struct TokenCreateArgs {
+    /// How long the token is valid, as a Go duration (e.g. 30m, 24h0m0s); 0 means it never expires.
+    #[arg(long, value_name = "DURATION", default_value = "24h0m0s", value_parser = parse_go_duration)]
+    pub ttl: std::time::Duration,
+
+    /// A human-friendly description of what the token is for.
+    #[arg(long, value_name = "TEXT")]
+    pub description: Option<String>,
+
+    /// The kubeconfig to reach the API with [default: <data-dir>/admin.kubeconfig].
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The server's data dir (for the default kubeconfig).
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/rkube", env = "RKUBE_DATA_DIR")]
+    pub data_dir: PathBuf,
 }
 
 /// Flags of `rkube server`. Each can also be given as an environment variable
@@ -117,6 +149,65 @@ pub struct ServerArgs {
         env = "RKUBE_SERVICE_ACCOUNT_ISSUER"
     )]
     pub service_account_issuer: String,
+
+    /// Requests without credentials are system:anonymous (in
+    /// system:unauthenticated) when true, a 401 when false
+    /// (kube-apiserver's --anonymous-auth).
+    #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+        action = clap::ArgAction::Set, env = "RKUBE_ANONYMOUS_AUTH")]
+    pub anonymous_auth: bool,
+
+    /// A CSV file of static bearer tokens, one `token,user,uid[,"group1,group2"]`
+    /// per line (kube-apiserver's --token-auth-file).
+    #[arg(long, value_name = "PATH", env = "RKUBE_TOKEN_AUTH_FILE")]
+    pub token_auth_file: Option<PathBuf>,
+
+    /// The EncryptionConfiguration file (apiserver.config.k8s.io/v1) of the
+    /// providers that encrypt resources at rest, e.g. Secrets with aescbc
+    /// (kube-apiserver's --encryption-provider-config).
+    #[arg(long, value_name = "PATH", env = "RKUBE_ENCRYPTION_PROVIDER_CONFIG")]
+    pub encryption_provider_config: Option<PathBuf>,
+
+    /// The audit policy (audit.k8s.io/v1 Policy); with --audit-log-path,
+    /// requests are audited as it says (kube-apiserver's --audit-policy-file).
+    #[arg(long, value_name = "PATH", env = "RKUBE_AUDIT_POLICY_FILE")]
+    pub audit_policy_file: Option<PathBuf>,
+
+    /// Where audit events go, one JSON line each; `-` means standard out
+    /// (kube-apiserver's --audit-log-path).
+    #[arg(long, value_name = "PATH", env = "RKUBE_AUDIT_LOG_PATH")]
+    pub audit_log_path: Option<String>,
+
+    /// Days to keep rotated audit log files (0: no limit).
+    #[arg(long, value_name = "DAYS", default_value_t = 0, env = "RKUBE_AUDIT_LOG_MAXAGE")]
+    pub audit_log_maxage: u32,
+
+    /// Rotated audit log files to keep (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = 0, env = "RKUBE_AUDIT_LOG_MAXBACKUP")]
+    pub audit_log_maxbackup: u32,
+
+    /// Megabytes an audit log file may reach before it is rotated (0: no
+    /// rotation unless --audit-log-maxage or --audit-log-maxbackup is set,
+    /// then 100).
+    #[arg(long, value_name = "MB", default_value_t = 0, env = "RKUBE_AUDIT_LOG_MAXSIZE")]
+    pub audit_log_maxsize: u32,
+
+    /// Controllers to run: `*` (those on by default), `name` to enable,
+    /// `-name` to disable (kube-controller-manager's --controllers; rkube
+    /// adds the bootstrap-token controllers node join needs, as kubeadm does).
+    #[arg(long, value_name = "LIST", default_value = rkube_controllers::DEFAULT_CONTROLLERS,
+        value_parser = rkube_controllers::ControllerSelection::parse, env = "RKUBE_CONTROLLERS")]
+    pub controllers: rkube_controllers::ControllerSelection,
+
+    /// Do not run the controller manager in this server.
+    #[arg(long, env = "RKUBE_DISABLE_CONTROLLER_MANAGER")]
+    pub disable_controller_manager: bool,
+
+    /// Longest lifetime of certificates the CSR signer issues
+    /// (kube-controller-manager's --cluster-signing-duration).
+    #[arg(long, value_name = "DURATION", default_value = "8760h0m0s", value_parser = parse_go_duration,
+        env = "RKUBE_CLUSTER_SIGNING_DURATION")]
+    pub cluster_signing_duration: std::time::Duration,
 }
 
 /// Parses a Go duration of hours, minutes, seconds and milliseconds
@@ -233,7 +324,7 @@ mod tests {
         let mut argv = vec!["rkube", "server"];
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
-        let Command::Server(server) = cli.command;
+        let Command::Server(server) = cli.command else { return Err("not a server command".into()) };
         validate(&server)?;
         Ok(server)
     }
@@ -308,6 +399,35 @@ mod tests {
             let err = parse(args).err().unwrap_or_else(|| panic!("{args:?} should be refused"));
             assert!(err.contains(want), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn controller_manager_flags_and_token_create_parse() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.controllers, rkube_controllers::ControllerSelection::default());
+        assert!(!a.disable_controller_manager);
+        assert_eq!(a.cluster_signing_duration, std::time::Duration::from_secs(8760 * 3600));
+        let a = parse(&["--controllers", "*,-csrsigning", "--disable-controller-manager"]).unwrap();
+        assert_eq!(a.controllers, rkube_controllers::ControllerSelection::parse("*,-csrsigning").unwrap());
+        assert!(a.disable_controller_manager);
+        assert!(parse(&["--controllers", "*,nope"]).unwrap_err().contains("not in the list of known controllers"));
+        let cli = Cli::try_parse_from(["rkube", "token", "create", "--ttl", "2h", "--description", "node-2"]).unwrap();
+        let Command::Token(TokenCommand::Create(t)) = cli.command else { panic!("not token create") };
+        assert_eq!((t.ttl, t.description.as_deref()), (std::time::Duration::from_secs(7200), Some("node-2")));
+        let cli = Cli::try_parse_from(["rkube", "token", "create"]).unwrap();
+        let Command::Token(TokenCommand::Create(t)) = cli.command else { panic!("not token create") };
+        assert_eq!(t.ttl, std::time::Duration::from_secs(24 * 3600));
+    }
+
+    #[test]
+    fn anonymous_auth_is_a_go_style_bool_and_the_token_file_a_path() {
+        assert!(parse(&[]).unwrap().anonymous_auth);
+        assert!(!parse(&["--anonymous-auth=false"]).unwrap().anonymous_auth);
+        assert!(parse(&["--anonymous-auth"]).unwrap().anonymous_auth);
+        assert!(parse(&["--anonymous-auth=maybe"]).is_err());
+        assert_eq!(parse(&[]).unwrap().token_auth_file, None);
+        let a = parse(&["--token-auth-file", "/etc/tokens.csv"]).unwrap();
+        assert_eq!(a.token_auth_file, Some(PathBuf::from("/etc/tokens.csv")));
     }
 
     #[test]

@@ -11,8 +11,10 @@ use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
 
 mod cli;
+mod controllers;
 mod net;
 mod server;
+mod token;
 
 use cli::{Cli, Command};
 
@@ -42,6 +44,26 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!(component = "rkube", "{e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Token(cli::TokenCommand::Create(args)) => {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("error: cannot start the async runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let kubeconfig = args.kubeconfig.unwrap_or_else(|| args.data_dir.join("admin.kubeconfig"));
+            match runtime.block_on(token::create(kubeconfig, args.ttl, args.description)) {
+                Ok(join_token) => {
+                    println!("{join_token}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
                     ExitCode::FAILURE
                 }
             }

@@ -53,6 +53,7 @@ struct Running {
     store: SharedStore,
     compactor: tokio::task::JoinHandle<()>,
     kubeconfig: PathBuf,
+    controller_manager: Option<crate::controllers::Setup>,
 }
 
 /// Runs the server until SIGTERM or SIGINT. A second signal during
@@ -69,8 +70,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let Running { server, store, compactor, kubeconfig } = running;
+    let Running { server, store, compactor, kubeconfig, controller_manager } = running;
 
+    let controller_manager = controller_manager.map(|config| crate::controllers::spawn(config, server.health()));
     let health = server.health();
     let ready = tokio::spawn(async move {
         let started = std::time::Instant::now();
@@ -109,6 +111,10 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     });
 
     ready.abort();
+    // Controllers stop (and release their lease) while the API still answers.
+    if let Some(manager) = controller_manager {
+        manager.stop().await;
+    }
     let _ = stop_tx.send(());
     if let Err(e) = serving.await {
         tracing::error!(component = COMPONENT, error = %e, "the API server task failed");
@@ -165,6 +171,9 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
     )
     .map_err(|e| anyhow!("{}: {e}", files.kubelet_client_cert.display()))?;
 
+    // Encryption at rest and auditing: bad files stop the start here.
+    let (encryption, audit) = security_files(&args)?;
+
     // Datastore.
     let endpoint = args.datastore_endpoint.clone().unwrap_or_else(|| DatastoreEndpoint::default_for(&data_dir));
     tracing::info!(component = COMPONENT, %endpoint, "opening the datastore");
@@ -183,6 +192,10 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
             tracing::warn!(component = COMPONENT, %endpoint, error = %e, "datastore opened but does not answer yet; /readyz fails until it does")
         }
     }
+    let store = match encryption {
+        Some(config) => rkube_apiserver::encryption::EncryptedStore::shared(store, config),
+        None => store,
+    };
     let interval = rkube_store::compactor::DEFAULT_COMPACTION_INTERVAL;
     let compactor = rkube_store::spawn_compactor(store.clone(), interval);
     tracing::info!(
@@ -216,6 +229,8 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
                 .map_err(|e| anyhow!("{}: {e}", files.service_account_key.display()))?,
             ),
             kubelet_client: Some(std::sync::Arc::new(kubelet_client)),
+            authenticator: std::sync::Arc::new(authenticator(&args)?),
+            audit,
         },
         inflight: rkube_apiserver::filters::InflightLimits {
             max_read_only: args.max_requests_inflight,
@@ -239,7 +254,9 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
         shown_kubeconfig = path;
     }
 
-    Ok(Running { server, store, compactor, kubeconfig: shown_kubeconfig })
+    let controller_manager = crate::controllers::manager_config(&args, &pki, advertise_address, &server_url)?;
+
+    Ok(Running { server, store, compactor, kubeconfig: shown_kubeconfig, controller_manager })
 }
 
 /// The API server's view of `--service-cidr` (IPv4 only for now).
@@ -293,4 +310,62 @@ fn explain_bind_error(e: rkube_apiserver::Error) -> anyhow::Error {
         ),
         _ => anyhow!("cannot listen on {addr}: {source}; check --bind-address and --https-port"),
     }
+}
+
+/// The authenticator chain of `--anonymous-auth` and `--token-auth-file`
+/// (a token file that does not parse stops the start, as upstream).
+fn authenticator(args: &ServerArgs) -> anyhow::Result<rkube_apiserver::authn::Authenticator> {
+    let tokens = match &args.token_auth_file {
+        Some(path) => rkube_apiserver::authn::TokenFile::load(path).map_err(|e| anyhow!("--token-auth-file: {e}"))?,
+        None => rkube_apiserver::authn::TokenFile::default(),
+    };
+    Ok(rkube_apiserver::authn::Authenticator::new(args.anonymous_auth, tokens))
+}
+
+/// `--encryption-provider-config` and `--audit-policy-file` /
+/// `--audit-log-path`, loaded and checked (the error names the flag, then
+/// upstream's message with the field at fault).
+#[allow(clippy::type_complexity)]
+fn security_files(
+    args: &ServerArgs,
+) -> anyhow::Result<(
+    Option<rkube_apiserver::encryption::EncryptionConfig>,
+    Option<std::sync::Arc<rkube_apiserver::audit::Auditor>>,
+)> {
+    let encryption = match &args.encryption_provider_config {
+        Some(path) => {
+            let config = rkube_apiserver::encryption::EncryptionConfig::load(path)
+                .map_err(|e| anyhow!("--encryption-provider-config {}: {e}", path.display()))?;
+            tracing::info!(component = COMPONENT, path = %path.display(), "encrypting resources at rest");
+            Some(config)
+        }
+        None => None,
+    };
+    let audit = match (&args.audit_policy_file, &args.audit_log_path) {
+        (Some(policy), Some(log)) => {
+            let opts = rkube_apiserver::audit::LogOptions {
+                path: log.clone(),
+                max_age_days: args.audit_log_maxage,
+                max_backups: args.audit_log_maxbackup,
+                max_size_mb: args.audit_log_maxsize,
+            };
+            let auditor = rkube_apiserver::audit::Auditor::from_files(policy, opts)
+                .map_err(|e| anyhow!("--audit-policy-file / --audit-log-path: {e}"))?;
+            tracing::info!(component = COMPONENT, policy = %policy.display(), log = %log, "auditing requests");
+            Some(std::sync::Arc::new(auditor))
+        }
+        (Some(_), None) => {
+            tracing::warn!(
+                component = COMPONENT,
+                "--audit-policy-file without --audit-log-path: no audit events will be recorded"
+            );
+            None
+        }
+        (None, Some(_)) => {
+            tracing::warn!(component = COMPONENT, "no audit policy file provided, no events will be recorded");
+            None
+        }
+        (None, None) => None,
+    };
+    Ok((encryption, audit))
 }

@@ -33,7 +33,7 @@ fn server() -> TestServer {
 fn service_account(s: &TestServer, ns: &str, name: &str) -> String {
     let out = s.kubectl(&["create", "serviceaccount", "-n", ns, name]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() || stderr.contains("AlreadyExists"), "{stderr}");
+    assert!(out.status.success() || stderr.contains("already exists"), "{stderr}");
     ok(s, &["get", "serviceaccount", "-n", ns, name, "-o", "jsonpath={.metadata.uid}"])
 }
 
@@ -298,6 +298,15 @@ fn create_token_with_kubectl_1_31() {
     );
 }
 
+/// The hex SHA-256 of the admin certificate's DER.
+fn admin_cert_sha256(tls_dir: &Path) -> String {
+    let pem = std::fs::read_to_string(tls_dir.join("admin.crt")).unwrap();
+    let b64: String =
+        pem.lines().take_while(|l| !l.starts_with("-----END")).filter(|l| !l.starts_with("-----")).collect();
+    let digest = ring::digest::digest(&ring::digest::SHA256, &STANDARD.decode(b64).unwrap());
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[test]
 fn auth_can_i_and_whoami() {
     let s = server();
@@ -311,16 +320,23 @@ fn auth_can_i_and_whoami() {
         assert_eq!(run(&["auth", "can-i", "get", "/healthz"]), (true, "yes\n".into()), "kubectl {kubectl}");
         let (success, list) = run(&["auth", "can-i", "--list"]);
         assert!(success, "kubectl {kubectl}: {list}");
+        // The admin's rules are its bindings' (cluster-admin through
+        // system:masters, and the defaults of system:authenticated), as
+        // upstream's RBAC resolves them.
         let rows: Vec<Vec<&str>> = list.lines().map(|l| l.split_whitespace().collect()).collect();
-        assert_eq!(
-            rows,
-            vec![
-                vec!["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"],
-                vec!["*.*", "[]", "[]", "[*]"],
-                vec!["[*]", "[]", "[*]"],
-            ],
-            "kubectl {kubectl}:\n{list}"
-        );
+        assert_eq!(rows[0], vec!["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"], "{list}");
+        assert_eq!(rows[1], vec!["*.*", "[]", "[]", "[*]"], "kubectl {kubectl}:\n{list}");
+        assert_eq!(rows[2], vec!["[*]", "[]", "[*]"], "kubectl {kubectl}:\n{list}");
+        for row in [
+            vec!["selfsubjectreviews.authentication.k8s.io", "[]", "[]", "[create]"],
+            vec!["selfsubjectaccessreviews.authorization.k8s.io", "[]", "[]", "[create]"],
+            vec!["[/healthz]", "[]", "[get]"],
+            vec!["[/version/]", "[]", "[get]"],
+        ] {
+            assert!(rows.contains(&row), "kubectl {kubectl}: {row:?} missing:\n{list}");
+        }
+        // Upstream 1.32+ names a certificate credential by its SHA-256.
+        let credential_id = format!("X509SHA256={}", admin_cert_sha256(&s.tls_dir()));
         let (success, table) = run(&["auth", "whoami"]);
         assert!(success, "kubectl {kubectl}");
         let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
@@ -330,6 +346,7 @@ fn auth_can_i_and_whoami() {
                 vec!["ATTRIBUTE", "VALUE"],
                 vec!["Username", "system:admin"],
                 vec!["Groups", "[system:masters", "system:authenticated]"],
+                vec!["Extra:", "authentication.kubernetes.io/credential-id", &format!("[{credential_id}]")],
             ],
             "kubectl {kubectl}:\n{table}"
         );
@@ -339,7 +356,8 @@ fn auth_can_i_and_whoami() {
         assert_eq!(review["apiVersion"], "authentication.k8s.io/v1");
         assert_eq!(
             review["status"],
-            json!({"userInfo": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]}})
+            json!({"userInfo": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"],
+                "extra": {"authentication.kubernetes.io/credential-id": [credential_id]}}})
         );
         assert!(review["metadata"]["creationTimestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{review}");
     }
@@ -425,8 +443,7 @@ fn token_review_authenticates_issued_tokens_only() {
 
 /// [Conformance] "SubjectReview, API Operations": SubjectAccessReview and
 /// LocalSubjectAccessReview for a service account succeed and report its
-/// access (impersonating the account is not served yet, so the decision is
-/// compared with the server's policy: authenticated users may do anything).
+/// access as RBAC grants it: nothing, then what a RoleBinding gives.
 #[test]
 fn access_reviews_answer_and_validate() {
     let s = server();
@@ -437,8 +454,33 @@ fn access_reviews_answer_and_validate() {
     let r = post(&s, sar, &body);
     assert_eq!(r.status, 201, "{}", r.body);
     let out = r.json();
-    assert_eq!(out["status"]["allowed"], true, "{out}");
+    assert_eq!(out["status"], json!({"allowed": false}), "{out}");
     assert_eq!(out["spec"]["resourceAttributes"]["resource"], "configmaps");
+    ok(
+        &s,
+        &[
+            "create",
+            "rolebinding",
+            "robot-view",
+            "-n",
+            "default",
+            "--clusterrole=view",
+            "--serviceaccount=default:robot",
+        ],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let out = loop {
+        let out = post(&s, sar, &body).json();
+        if out["status"]["allowed"] == true || std::time::Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(
+        out["status"],
+        json!({"allowed": true, "reason": "RBAC: allowed by RoleBinding \"robot-view/default\" of ClusterRole \"view\" to ServiceAccount \"robot/default\""}),
+        "{out}"
+    );
     let lsar = "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews";
     let mut local = body.clone();
     local["kind"] = json!("LocalSubjectAccessReview");

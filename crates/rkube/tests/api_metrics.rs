@@ -33,10 +33,16 @@ fn read_only_requests_beyond_the_limit_get_429_with_retry_after() {
             .to_vec(),
         ..Default::default()
     });
+    // jane reads through the bootstrap view role (RBAC is on).
+    ok(&s, &["create", "clusterrolebinding", "jane-view", "--clusterrole=view", "--user=jane"]);
     let jane = support::user_tls_config(&s.tls_dir(), "jane", Some("dev")).unwrap();
     let as_jane = |path: &str| request_with(&s, jane.clone(), "GET", path, &[], b"");
     // Warm the configmaps watch cache so the slow list waits on it.
-    assert_eq!(as_jane("/api/v1/configmaps").status, 200);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while as_jane("/api/v1/configmaps").status != 200 {
+        assert!(Instant::now() < deadline, "jane-view never took effect");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let slow = "/api/v1/configmaps?resourceVersion=999999999&resourceVersionMatch=NotOlderThan";
     let mut refused = None;
     for _ in 0..5 {
@@ -109,7 +115,8 @@ fn metrics_count_kubectl_requests_in_prometheus_format() {
     assert_eq!(sample(&after, histogram), Some(lists + 2.0), "{after}");
     // A scrape by an ordinary user is itself an in-flight read-only request
     // (the admin's, in system:masters, takes no seat).
-    let jane = support::user_tls_config(&s.tls_dir(), "jane", None).unwrap();
+    // system:monitoring may scrape /metrics (upstream's bootstrap binding).
+    let jane = support::user_tls_config(&s.tls_dir(), "jane", Some("system:monitoring")).unwrap();
     let scraped = request_with(&s, jane, "GET", "/metrics", &[], b"").body;
     let inflight = sample(&scraped, r#"apiserver_current_inflight_requests{request_kind="readOnly"}"#);
     assert!(inflight.is_some_and(|n| n >= 1.0), "{scraped}");

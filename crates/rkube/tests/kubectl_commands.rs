@@ -571,10 +571,13 @@ lastTimestamp: \"2024-01-01T00:00:00Z\"
 
         let out = okv(&s, bin, &["describe", "pod", "p"]);
         for want in [
-            "Name:         p",
-            "Namespace:    default",
-            "Labels:       app=p",
-            "Status:       Pending",
+            // ServiceAccount admission sets the account, so upstream's
+            // describe has the wider "Service Account:" column.
+            "Name:             p",
+            "Namespace:        default",
+            "Service Account:  default",
+            "Labels:           app=p",
+            "Status:           Pending",
             "Containers:\n  c:\n    Image:",
             "QoS Class:",
             "BestEffort",

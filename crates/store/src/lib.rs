@@ -165,6 +165,16 @@ impl Watch {
     pub fn request_progress(&self) {
         let _ = self.progress.send(());
     }
+
+    /// The event stream and the progress-request sender, for a wrapper that
+    /// transforms the events and rebuilds the watch with [`Watch::new`].
+    #[allow(clippy::type_complexity)]
+    pub fn into_parts(
+        self,
+    ) -> (Pin<Box<dyn Stream<Item = Result<WatchEvent, StoreError>> + Send>>, tokio::sync::mpsc::UnboundedSender<()>)
+    {
+        (self.events, self.progress)
+    }
 }
 
 /// Errors of the store contract. The API server maps them to `Status`
@@ -194,6 +204,11 @@ pub enum StoreError {
     /// The backend failed or cannot be reached; the message says which and why.
     #[error("storage backend unavailable: {0}")]
     Unavailable(String),
+    /// A stored value could not be turned back into the bytes written, e.g.
+    /// it is encrypted with a key the API server does not have (upstream's
+    /// storage `InternalError`; the API answers 500 InternalError).
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// Result alias for store operations.

@@ -6,8 +6,10 @@
 //! webhook names, rules, policies, selectors, exactly one of `url` and
 //! `service`, known AdmissionReview versions and match conditions.
 //!
-//! Match condition expressions are only checked for presence: CEL is not
-//! compiled here.
+//! Match condition expressions are compiled as CEL ([`crate::cel`]): a
+//! syntax error is upstream's `Invalid value: "<expr>": compilation
+//! failed: ERROR: <input>:L:C: …` (cel-go's type checker is not modelled,
+//! so undeclared names and type errors pass here).
 
 use std::collections::HashSet;
 
@@ -156,7 +158,7 @@ fn validate_resources(resources: &[&str], path: &Path) -> ErrorList {
 }
 
 /// `validateRuleWithOperations` at `rules[i]`.
-fn validate_rule(rule: &Value, path: &Path) -> ErrorList {
+pub(crate) fn validate_rule(rule: &Value, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     let ops = strings(rule.get("operations"));
     let ops_path = path.child("operations");
@@ -240,8 +242,9 @@ fn validate_review_versions(versions: &[&str], require_recognized: bool, path: &
     errs
 }
 
-/// `validateMatchConditions` without compiling the expressions.
-fn validate_match_conditions(conditions: &[Value], path: &Path) -> ErrorList {
+/// `validateMatchConditions`, the expressions compiled as CEL (shared with
+/// ValidatingAdmissionPolicy).
+pub(crate) fn validate_match_conditions(conditions: &[Value], path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     if conditions.len() as i64 > MAX_MATCH_CONDITIONS {
         errs.push(FieldError::too_many(path, conditions.len() as i64, MAX_MATCH_CONDITIONS));
@@ -249,8 +252,11 @@ fn validate_match_conditions(conditions: &[Value], path: &Path) -> ErrorList {
     let mut names = HashSet::new();
     for (i, c) in conditions.iter().enumerate() {
         let p = path.index(i);
-        if str_of(c, "expression").trim().is_empty() {
+        let expression = str_of(c, "expression").trim();
+        if expression.is_empty() {
             errs.push(FieldError::required(&p.child("expression"), ""));
+        } else {
+            errs.extend(validate_cel(expression, &p.child("expression")));
         }
         let name = str_of(c, "name");
         if name.is_empty() {
@@ -263,6 +269,16 @@ fn validate_match_conditions(conditions: &[Value], path: &Path) -> ErrorList {
                 errs.push(FieldError::duplicate(&p.child("name"), name));
             }
         }
+    }
+    errs
+}
+
+/// A CEL expression that must compile: upstream's
+/// `convertCELErrorToValidationError` for a compile failure.
+pub(crate) fn validate_cel(expression: &str, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if let Err(e) = crate::cel::Expression::compile(expression) {
+        errs.push(FieldError::invalid(path, expression, &e));
     }
     errs
 }
@@ -562,6 +578,22 @@ mod tests {
             vec![
                 r#"webhooks[0].sideEffects: Unsupported value: "Maybe": supported values: "None", "NoneOnDryRun", "Some", "Unknown""#
             ]
+        );
+    }
+
+    #[test]
+    fn match_conditions_must_compile() {
+        let mut h = hook();
+        h["matchConditions"] = json!([{"name": "broken", "expression": "object.metadata.name =="}]);
+        let cfg = json!({"webhooks": [h]});
+        let s = WebhookConfiguration::new("ValidatingWebhookConfiguration");
+        let got = texts(s.validate_create(&cfg));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with(
+                r#"webhooks[0].matchConditions[0].expression: Invalid value: "object.metadata.name ==": compilation failed: ERROR: <input>:1:"#
+            ),
+            "{got:?}"
         );
     }
 }

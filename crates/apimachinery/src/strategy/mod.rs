@@ -52,6 +52,7 @@ mod storage;
 mod storagecapacity;
 mod templates;
 mod vap;
+mod vap_policy;
 mod volumes;
 pub mod workload;
 
@@ -243,6 +244,7 @@ pub fn for_kind(group: &str, kind: &str, has_status_subresource: bool) -> Box<dy
             Box::new(ipaddress::IpKinds::for_kind(k, has_status_subresource).expect("an IP kind"))
         }
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => Box::new(vap::PolicyBinding::new()),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => Box::new(vap_policy::Policy::new()),
         ("storage.k8s.io", "CSIStorageCapacity") => Box::new(storagecapacity::CsiStorageCapacity::new()),
         ("", "PodTemplate") => Box::new(templates::PodTemplate::new()),
         ("apps", "ControllerRevision") => Box::new(templates::ControllerRevision::new()),

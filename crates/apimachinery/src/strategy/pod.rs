@@ -36,13 +36,9 @@ impl Strategy for Pod {
         let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
         default_pod_spec(spec);
         // What only pods get, not pod templates: `SetDefaults_Pod`'s
-        // service links and requests, and the admission defaults.
+        // service links and requests. (Priority and the default
+        // tolerations come from the admission plugins.)
         set_default(spec, "enableServiceLinks", json!(true));
-        if spec.get("priorityClassName").is_none_or(|v| v.as_str().is_none_or(str::is_empty)) {
-            set_default(spec, "priority", json!(0));
-            set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
-        }
-        default_tolerations(spec);
         for list in ["containers", "initContainers"] {
             if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
                 cs.iter_mut().filter_map(Value::as_object_mut).for_each(default_requests_to_limits);
@@ -232,24 +228,6 @@ pub fn default_image_pull_policy(image: &str) -> &'static str {
     }
 }
 
-/// The DefaultTolerationSeconds admission plugin: tolerate `not-ready` and
-/// `unreachable` nodes for 300 s unless the pod says otherwise.
-fn default_tolerations(spec: &mut Map<String, Value>) {
-    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
-    let Some(list) = tolerations.as_array_mut() else { return };
-    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
-        let present = list.iter().any(|t| {
-            let k = t["key"].as_str();
-            let effect = t["effect"].as_str().unwrap_or("");
-            (k == Some(key) || k.is_none_or(str::is_empty) && t["operator"] == "Exists")
-                && (effect.is_empty() || effect == "NoExecute")
-        });
-        if !present {
-            list.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
-        }
-    }
-}
-
 /// The pod's QoS class (`Guaranteed`, `Burstable` or `BestEffort`) from its
 /// containers' requests and limits for cpu and memory.
 pub fn qos_class(pod: &Value) -> &'static str {
@@ -295,8 +273,8 @@ mod tests {
         assert_eq!(spec["terminationGracePeriodSeconds"], 30);
         assert_eq!(spec["schedulerName"], "default-scheduler");
         assert_eq!(spec["enableServiceLinks"], true);
-        assert_eq!(spec["priority"], 0);
-        assert_eq!(spec["tolerations"].as_array().unwrap().len(), 2);
+        assert!(spec.get("priority").is_none(), "set by the Priority admission plugin");
+        assert!(spec.get("tolerations").is_none(), "set by DefaultTolerationSeconds");
         let c = &spec["containers"][0];
         assert_eq!(c["imagePullPolicy"], "IfNotPresent");
         assert_eq!(c["terminationMessagePath"], "/dev/termination-log");

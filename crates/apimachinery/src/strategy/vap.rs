@@ -10,9 +10,12 @@
 //! * `spec.validationActions` holds at least one of `Deny`, `Warn`,
 //!   `Audit`, each once, never `Deny` with `Warn`.
 //!
-//! A set `spec.matchResources` gets `matchPolicy: Equivalent` and empty
-//! selectors by default; its match policy and selectors are validated, its
-//! resource rules not yet (nor is the ValidatingAdmissionPolicy kind).
+//! A set `spec.matchResources` gets `matchPolicy: Equivalent`, empty
+//! selectors and rule scopes `*` by default; its match policy, selectors
+//! and (excluded) resource rules are validated as upstream's
+//! `validateMatchResources`, under upstream's field path
+//! `spec.matchResouces` (sic). The ValidatingAdmissionPolicy kind itself
+//! is in [`super::vap_policy`].
 
 use std::collections::HashSet;
 
@@ -105,10 +108,50 @@ fn validate_validation_actions(actions: &[&str], path: &Path) -> ErrorList {
     errs
 }
 
-/// `validateMatchResources` minus the resource rules: a known
-/// `matchPolicy` and valid selectors, all required once `mr` is set (the
-/// defaults fill them).
-fn validate_match_resources(mr: Option<&Value>, path: &Path) -> ErrorList {
+/// `validateNamedRuleWithOperations` at `path`: valid, unique
+/// `resourceNames`, then the webhook rule checks.
+fn validate_named_rule(rule: &Value, path: &Path) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let mut seen = HashSet::new();
+    let names = rule.get("resourceNames").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
+    for (i, name) in names.enumerate() {
+        let p = path.child("resourceNames").index(i);
+        for m in is_valid_path_segment_name(name) {
+            errs.push(FieldError::invalid(&p, name, &m));
+        }
+        if !seen.insert(name) {
+            errs.push(FieldError::duplicate(&p, name));
+        }
+    }
+    errs.extend(super::admission::validate_rule(rule, path));
+    errs
+}
+
+/// v1 `SetDefaults_MatchResources` (and `SetDefaults_Rule` on its rules)
+/// on a `matchResources`-shaped object.
+pub(crate) fn default_match_resources(mr: &mut serde_json::Map<String, Value>) {
+    for (key, value) in
+        [("matchPolicy", json!("Equivalent")), ("namespaceSelector", json!({})), ("objectSelector", json!({}))]
+    {
+        if mr.get(key).is_none_or(Value::is_null) {
+            mr.insert(key.into(), value);
+        }
+    }
+    for key in ["resourceRules", "excludeResourceRules"] {
+        for rule in mr.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(r) = rule.as_object_mut() {
+                if r.get("scope").is_none_or(Value::is_null) {
+                    r.insert("scope".into(), json!("*"));
+                }
+            }
+        }
+    }
+}
+
+/// `validateMatchResources`: a known `matchPolicy` and valid selectors,
+/// all required once `mr` is set (the defaults fill them), and the
+/// resource rules and excluded resource rules.
+pub(crate) fn validate_match_resources(mr: Option<&Value>, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     let Some(mr) = mr.filter(|m| !m.is_null()) else { return errs };
     match mr.get("matchPolicy").and_then(Value::as_str) {
@@ -126,11 +169,15 @@ fn validate_match_resources(mr: Option<&Value>, path: &Path) -> ErrorList {
             }
         }
     }
+    for key in ["resourceRules", "excludeResourceRules"] {
+        for (i, rule) in mr.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            errs.extend(validate_named_rule(rule, &path.child(key).index(i)));
+        }
+    }
     errs
 }
 
-/// `validateValidatingAdmissionPolicyBindingSpec` minus the resource
-/// rules of `matchResources`.
+/// `validateValidatingAdmissionPolicyBindingSpec`.
 pub fn validate_binding(obj: &Value) -> ErrorList {
     let mut errs = ErrorList::new();
     let spec = obj.get("spec").unwrap_or(&Value::Null);
@@ -144,7 +191,8 @@ pub fn validate_binding(obj: &Value) -> ErrorList {
         }
     }
     errs.extend(validate_param_ref(spec.get("paramRef"), &p.child("paramRef")));
-    errs.extend(validate_match_resources(spec.get("matchResources"), &p.child("matchResources")));
+    // Upstream names the path `matchResouces`.
+    errs.extend(validate_match_resources(spec.get("matchResources"), &p.child("matchResouces")));
     let actions: Vec<&str> = spec
         .get("validationActions")
         .and_then(Value::as_array)
@@ -160,13 +208,7 @@ impl Strategy for PolicyBinding {
     /// v1 `SetDefaults_MatchResources` on a set `spec.matchResources`.
     fn default(&self, obj: &mut Value) {
         let Some(mr) = obj.pointer_mut("/spec/matchResources").and_then(Value::as_object_mut) else { return };
-        for (key, value) in
-            [("matchPolicy", json!("Equivalent")), ("namespaceSelector", json!({})), ("objectSelector", json!({}))]
-        {
-            if mr.get(key).is_none_or(Value::is_null) {
-                mr.insert(key.into(), value);
-            }
-        }
+        default_match_resources(mr);
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
@@ -250,10 +292,27 @@ mod tests {
         obj["spec"]["validationActions"] = json!(["Warn"]);
         assert_eq!(
             cause_texts(PolicyBinding::new().validate_create(&obj)),
-            vec!["spec.matchResources.matchPolicy: Unsupported value: \"Fuzzy\": supported values: \"Equivalent\", \"Exact\""]
+            vec!["spec.matchResouces.matchPolicy: Unsupported value: \"Fuzzy\": supported values: \"Equivalent\", \"Exact\""]
         );
         let mut none = binding(json!({"policyName": "p"}));
         PolicyBinding::new().default(&mut none);
         assert!(none["spec"].get("matchResources").is_none());
+    }
+
+    #[test]
+    fn binding_resource_rules() {
+        let mut obj = binding(json!({"policyName": "p", "validationActions": ["Deny"], "matchResources": {
+            "resourceRules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+                "resources": ["deployments"], "resourceNames": ["a", "a"]}],
+            "excludeResourceRules": [{"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"]}]}}));
+        PolicyBinding::new().default(&mut obj);
+        assert_eq!(obj["spec"]["matchResources"]["resourceRules"][0]["scope"], "*");
+        assert_eq!(
+            cause_texts(PolicyBinding::new().validate_create(&obj)),
+            vec![
+                "spec.matchResouces.resourceRules[0].resourceNames[1]: Duplicate value: \"a\"",
+                "spec.matchResouces.excludeResourceRules[0].resources: Required value",
+            ]
+        );
     }
 }

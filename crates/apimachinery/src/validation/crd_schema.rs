@@ -16,7 +16,7 @@
 
 use serde_json::{Map, Value};
 
-use super::field::{go_string_slice, BadValue, ErrorList, FieldError, Path};
+use super::field::{go_quote, go_string_slice, BadValue, ErrorList, FieldError, Path};
 
 /// The `type` values upstream accepts (`openapiV3Types`, sorted).
 pub const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
@@ -624,8 +624,8 @@ fn has_newlines(s: &str) -> bool {
     s.contains('\n') || s.contains('\r')
 }
 
-/// The syntax rules of `x-kubernetes-validations` entries (everything but
-/// compiling the CEL expressions).
+/// The rules of `x-kubernetes-validations` entries, their CEL rules and
+/// message expressions compiled.
 fn validate_rule_syntax(s: &Value, path: &Path) -> ErrorList {
     let mut errs = ErrorList::new();
     for (i, rule) in list_of(s, "x-kubernetes-validations").iter().enumerate() {
@@ -650,6 +650,19 @@ fn validate_rule_syntax(s: &Value, path: &Path) -> ErrorList {
                 "messageExpression must be non-empty if specified",
             ));
         }
+        // Compiled with the shared CEL parser (no cel-go type checking:
+        // only syntax errors are caught here).
+        if !trimmed_rule.is_empty() {
+            if let Err(e) = crate::cel::Expression::compile(r) {
+                errs.push(FieldError::invalid(&p.child("rule"), go_validation_rule(rule), &e));
+            }
+        }
+        if !msg_expr.trim().is_empty() {
+            if let Err(e) = crate::cel::Expression::compile(msg_expr) {
+                let detail = format!("messageExpression {e}");
+                errs.push(FieldError::invalid(&p.child("messageExpression"), go_validation_rule(rule), &detail));
+            }
+        }
         if let Some(reason) = rule.get("reason").and_then(Value::as_str) {
             if !VALIDATION_RULE_REASONS.contains(&reason) {
                 errs.push(FieldError::not_supported(&p.child("reason"), reason, &VALIDATION_RULE_REASONS));
@@ -664,6 +677,25 @@ fn validate_rule_syntax(s: &Value, path: &Path) -> ErrorList {
         }
     }
     errs
+}
+
+/// Go's `%#v` of an `apiextensions.ValidationRule`, the bad value upstream
+/// reports with CEL compile errors. Set pointers print as an address in
+/// Go; a fixed one stands in for it.
+fn go_validation_rule(rule: &Value) -> BadValue {
+    let pointer = |key: &str, ty: &str, render: &dyn Fn(&Value) -> bool| match rule.get(key) {
+        Some(v) if !v.is_null() && render(v) => format!("(*{ty})(0xc000010000)"),
+        _ => format!("(*{ty})(nil)"),
+    };
+    BadValue::Raw(format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{}, FieldPath:{}, OptionalOldSelf:{}}}",
+        go_quote(str_of(rule, "rule")),
+        go_quote(str_of(rule, "message")),
+        go_quote(str_of(rule, "messageExpression")),
+        pointer("reason", "apiextensions.FieldValueErrorReason", &|_| true),
+        go_quote(str_of(rule, "fieldPath")),
+        pointer("optionalOldSelf", "bool", &|_| true),
+    ))
 }
 
 /// The level of a node in the structural checks.

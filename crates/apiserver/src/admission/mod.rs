@@ -32,7 +32,23 @@ use serde_json::Value;
 
 use crate::authn::UserInfo;
 
+pub mod builtin;
+pub mod certificates;
+pub mod inuse;
+pub mod limitranger;
+pub mod noderestriction;
 pub mod plugins;
+pub mod podsecurity;
+pub mod priority;
+pub mod pvcresize;
+pub mod rbac;
+pub mod runtimeclass;
+pub mod serviceaccount;
+pub mod storageclass;
+pub mod taints;
+pub mod tolerations;
+pub mod vap;
+pub mod webhook;
 
 /// The operation being admitted (upstream's `admission.Operation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,7 +228,10 @@ impl RequestAdmission {
 
     /// Records an audit annotation (`pod-security.kubernetes.io/audit-violations`, …).
     pub fn annotate(&self, key: impl Into<String>, value: impl Into<String>) {
-        self.annotations.lock().unwrap_or_else(|e| e.into_inner()).insert(key.into(), value.into());
+        let (key, value) = (key.into(), value.into());
+        // Also onto the request's audit event, when it is audited (crate::audit).
+        crate::audit::annotate_current(&key, &value);
+        self.annotations.lock().unwrap_or_else(|e| e.into_inner()).insert(key, value);
     }
 
     /// The audit annotations plugins left.

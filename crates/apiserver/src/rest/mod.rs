@@ -128,6 +128,8 @@ pub struct Api {
     services: Option<Arc<ServiceAllocator>>,
     /// The admission plugins every write passes.
     admission: Arc<Chain>,
+    /// The authorizer chain (system:masters, Node, RBAC).
+    authorizer: Arc<crate::authz::ServerAuthorizer>,
     /// Flips to `true` when graceful shutdown begins; long-running
     /// responses (watches) subscribe and end at once.
     shutdown: tokio::sync::watch::Sender<bool>,
@@ -159,7 +161,9 @@ impl Api {
         if let Some(events) = stores.get(&("", "v1", "events")) {
             events.set_ttl(cluster.event_ttl);
         }
-        let admission = Arc::new(crate::admission::plugins::default_chain(&stores, &cluster));
+        let authorizer = Arc::new(crate::authz::ServerAuthorizer::new());
+        crate::authz::set_current(&authorizer);
+        let admission = Arc::new(crate::admission::plugins::default_chain(&stores, &authorizer));
         Api {
             registry,
             stores,
@@ -168,6 +172,7 @@ impl Api {
             cluster,
             services,
             admission,
+            authorizer,
             shutdown: tokio::sync::watch::channel(false).0,
         }
     }
@@ -194,6 +199,12 @@ impl Api {
     /// The Service ClusterIP and NodePort allocator.
     pub fn service_allocator(&self) -> Option<&ServiceAllocator> {
         self.services.as_deref()
+    }
+
+    /// The authorizer chain every request and access review asks
+    /// ([`crate::authz::ServerAuthorizer`]).
+    pub fn authorizer(&self) -> &Arc<crate::authz::ServerAuthorizer> {
+        &self.authorizer
     }
 
     /// The resource registry served.
@@ -223,11 +234,14 @@ impl Api {
         counts.into_iter().collect()
     }
 
-    /// Creates the system namespaces, loads the Service allocator and
-    /// creates or reconciles the objects the API server keeps
-    /// ([`crate::bootstrap`]); idempotent, call at start.
+    /// Starts the authorizer's watches, creates the system namespaces,
+    /// reconciles the bootstrap RBAC policy ([`crate::authz::policy`]),
+    /// loads the Service allocator and creates or reconciles the objects
+    /// the API server keeps ([`crate::bootstrap`]); idempotent, call at start.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
+        self.authorizer.start(&self.stores);
         namespaces::ensure_system_namespaces(&self.namespaces).await?;
+        crate::authz::policy::reconcile::reconcile(self).await?;
         bootstrap::ensure_system_objects(self, &self.cluster).await
     }
 
@@ -284,7 +298,10 @@ impl Api {
                 && POD_SUBRESOURCES.contains(&request.subresource.as_str());
             let proxy =
                 info.group.is_empty() && matches!(info.plural, "nodes" | "services") && request.subresource == "proxy";
-            if !pod_subresource && !proxy && !matches!(request.subresource.as_str(), "status" | "finalize" | "scale") {
+            if !pod_subresource
+                && !proxy
+                && !matches!(request.subresource.as_str(), "status" | "finalize" | "scale" | "approval")
+            {
                 // Served by later items (proxy, serviceaccounts/token, ...).
                 return Err(ApiError::PathNotFound);
             }

@@ -15,6 +15,8 @@ use crate::storage::{Tracking, UpdateKind};
 pub fn update_kind(subresource: &str) -> UpdateKind {
     match subresource {
         "status" => UpdateKind::Status,
+        // CSRs' approval lives in the status; admission keeps the rest of it.
+        "approval" => UpdateKind::Status,
         "finalize" => UpdateKind::Finalize,
         _ => UpdateKind::Main,
     }

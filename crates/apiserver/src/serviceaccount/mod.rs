@@ -5,7 +5,9 @@
 //!   the issuer (`--service-account-issuer`) and the key id upstream
 //!   derives from the public key; it signs and checks compact JWS tokens.
 //! - [`claims`] builds upstream's claim set and turns verified claims back
-//!   into the service-account user after checking the bound objects.
+//!   into the service-account user after checking the bound objects;
+//! - [`legacy`] reads the claims of legacy secret-based tokens
+//!   (`iss: kubernetes/serviceaccount`).
 
 use std::fmt;
 
@@ -16,6 +18,7 @@ use ring::signature::{self, EcdsaKeyPair, KeyPair};
 use serde_json::Value;
 
 pub mod claims;
+pub mod legacy;
 
 /// Upstream's issuer (and API audience) on kubeadm-like clusters, the
 /// default of `--service-account-issuer`.
@@ -117,6 +120,16 @@ impl TokenIssuer {
     /// compact JWS, or another `iss`): upstream's JWT authenticator then
     /// has no opinion. A bad signature is upstream's go-jose error.
     pub fn verify(&self, token: &str) -> Result<Option<Value>, VerifyError> {
+        self.verify_from(token, &self.issuer)
+    }
+
+    /// [`Self::verify`] for legacy secret-based tokens (`iss`
+    /// [`legacy::LEGACY_ISSUER`]), signed with the same key.
+    pub fn verify_legacy(&self, token: &str) -> Result<Option<Value>, VerifyError> {
+        self.verify_from(token, legacy::LEGACY_ISSUER)
+    }
+
+    fn verify_from(&self, token: &str, issuer: &str) -> Result<Option<Value>, VerifyError> {
         if token.trim_start().starts_with('{') {
             return Ok(None);
         }
@@ -124,7 +137,7 @@ impl TokenIssuer {
         let [header, payload, sig] = parts[..] else { return Ok(None) };
         let Ok(payload_bytes) = URL_SAFE_NO_PAD.decode(payload) else { return Ok(None) };
         let Ok(claims) = serde_json::from_slice::<Value>(&payload_bytes) else { return Ok(None) };
-        if claims.get("iss").and_then(Value::as_str) != Some(self.issuer.as_str()) {
+        if claims.get("iss").and_then(Value::as_str) != Some(issuer) {
             return Ok(None);
         }
         let header: Option<Value> = URL_SAFE_NO_PAD.decode(header).ok().and_then(|h| serde_json::from_slice(&h).ok());

@@ -16,7 +16,8 @@ pub const OPTIMISTIC_LOCK_MSG: &str =
 /// - `Compacted` → 410 Expired `too old resource version: <requested> (<compacted>)`;
 /// - `FutureRevision` → 504 Timeout `Too large resource version: <requested>, current: <current>`;
 /// - `ValueTooLarge` → 413 `etcdserver: request is too large` (what etcd answers);
-/// - `Unavailable` → 503 ServiceUnavailable with the backend's reason.
+/// - `Unavailable` → 503 ServiceUnavailable with the backend's reason;
+/// - `Internal` → 500 InternalError (e.g. a value that does not decrypt).
 pub fn from_store(err: StoreError, resource: &GroupResource, name: &str) -> ApiError {
     match err {
         StoreError::NotFound { .. } => ApiError::NotFound { resource: resource.clone(), name: name.to_string() },
@@ -35,6 +36,7 @@ pub fn from_store(err: StoreError, resource: &GroupResource, name: &str) -> ApiE
         StoreError::FutureRevision { requested, current } => ApiError::ResourceVersionTooLarge { requested, current },
         StoreError::ValueTooLarge { .. } => ApiError::RequestEntityTooLarge("etcdserver: request is too large".into()),
         StoreError::Unavailable(why) => ApiError::ServiceUnavailable(format!("storage is unavailable: {why}")),
+        StoreError::Internal(why) => ApiError::Internal(why),
     }
 }
 

@@ -51,6 +51,10 @@ pub struct TestServerOptions {
     /// `--advertise-address`; default `127.0.0.1` (the server binds
     /// 127.0.0.1 either way).
     pub advertise_address: Option<std::net::IpAddr>,
+    /// Run the controller manager. Off by default (`--disable-controller-manager`)
+    /// so that the API tests see only the objects they write (no `default`
+    /// ServiceAccount or `kube-root-ca.crt` appearing in their namespaces).
+    pub controllers: bool,
 }
 
 /// A running `rkube server` (see the module docs).
@@ -113,6 +117,9 @@ impl TestServer {
             .arg(port.to_string());
         if let Some(endpoint) = &options.datastore_endpoint {
             cmd.arg("--datastore-endpoint").arg(endpoint);
+        }
+        if !options.controllers {
+            cmd.arg("--disable-controller-manager");
         }
         cmd.args(&options.extra_args).stdout(Stdio::null()).stderr(Stdio::piped());
         let child = spawn_in_own_group(cmd).expect("spawn rkube");

@@ -194,3 +194,21 @@ fn validation_rules_need_a_rule() {
         ]
     );
 }
+
+#[test]
+fn validation_rules_and_message_expressions_must_compile() {
+    let schema = json!({"type": "object", "x-kubernetes-validations": [
+        {"rule": "self.replicas <= ", "message": "m"},
+        {"rule": "self.a == 1", "messageExpression": "'a is ' +"},
+        {"rule": "has(self.a) && self.a.size() < 3", "messageExpression": "'too long: ' + string(self.a)"}]});
+    let causes = check(schema, false);
+    assert_eq!(causes.len(), 2, "{causes:?}");
+    let rule = format!(
+        r#"{P}.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{{Rule:"self.replicas <= ", Message:"m", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}}: compilation failed: ERROR: <input>:1:18: Syntax error: mismatched input '<EOF>' expecting"#
+    );
+    assert!(causes[0].starts_with(&rule), "{}", causes[0]);
+    let expr = format!(
+        r#"{P}.x-kubernetes-validations[1].messageExpression: Invalid value: apiextensions.ValidationRule{{Rule:"self.a == 1", Message:"", MessageExpression:"'a is ' +", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}}: messageExpression compilation failed: ERROR: <input>:1:"#
+    );
+    assert!(causes[1].starts_with(&expr), "{}", causes[1]);
+}

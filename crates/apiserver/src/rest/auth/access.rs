@@ -12,7 +12,7 @@
 //! attributes' raw-or-requirements rule) with its field paths and
 //! messages; failures are 422 `<Kind>.authorization.k8s.io "" is invalid`.
 //! Per-requirement selector checks are not done yet. Decisions come from
-//! [`crate::authz::current`].
+//! the server's authorizer chain ([`crate::rest::Api::authorizer`]).
 
 use rkube_apimachinery::validation::{go_quote, BadValue, ErrorList, FieldError, Path};
 use rkube_apimachinery::{meta, ApiError};
@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use super::Review;
 use crate::authn::UserInfo;
-use crate::authz::{self, Attributes, Decision};
+use crate::authz::{Attributes, Authorizer, Decision};
 use crate::rest::create::NAMESPACE_MISMATCH;
 
 const GROUP: &str = "authorization.k8s.io";
@@ -46,7 +46,7 @@ pub fn access_review(review: &Review<'_>, kind: &str) -> Result<Value, ApiError>
     let spec = object.get("spec").cloned().unwrap_or(json!({}));
     let user = if kind == "SelfSubjectAccessReview" { review.user()?.clone() } else { subject(&spec) };
     let attrs = attributes(&spec, user);
-    let (decision, reason) = authz::current().authorize(&attrs);
+    let (decision, reason) = review.api.authorizer().authorize(&attrs);
     let mut status = serde_json::Map::new();
     status.insert("allowed".into(), json!(decision == Decision::Allow));
     if decision == Decision::Deny {
@@ -78,7 +78,7 @@ pub fn self_subject_rules_review(review: &Review<'_>) -> Result<Value, ApiError>
     if namespace.is_empty() {
         return Err(ApiError::BadRequest("no namespace on request".into()));
     }
-    let rules = authz::current().rules_for(user, namespace);
+    let rules = review.api.authorizer().rules_for(user, namespace);
     let resource_rules: Vec<Value> = rules
         .resource_rules
         .iter()
@@ -149,6 +149,7 @@ fn attributes(spec: &Value, user: UserInfo) -> Attributes {
             subresource: s(ra, "subresource"),
             name: s(ra, "name"),
             path: String::new(),
+            field_selector: ra.pointer("/fieldSelector/rawSelector").and_then(Value::as_str).unwrap_or("").to_string(),
         },
         None => {
             let nra = spec.get("nonResourceAttributes").cloned().unwrap_or(json!({}));

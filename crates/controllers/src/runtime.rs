@@ -1,0 +1,189 @@
+//! What every controller shares: the error type, per-key exponential
+//! back-off (upstream's default controller rate limiter: 5 ms doubling to
+//! 1000 s), the stop signal and the loop that drives a kube-runtime
+//! `Controller` until it is told to stop.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::runtime::controller::Action;
+
+/// A reconcile failure.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API answered with an error or could not be reached.
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    /// Anything else, in words.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The status code of an API error, if the API answered.
+pub fn api_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
+/// Whether `e` is a 404.
+pub fn is_not_found(e: &kube::Error) -> bool {
+    api_code(e) == Some(404)
+}
+
+/// Whether `e` is a 409 (AlreadyExists or Conflict).
+pub fn is_conflict(e: &kube::Error) -> bool {
+    api_code(e) == Some(409)
+}
+
+/// A create refused because the namespace is being deleted or is gone
+/// (upstream controllers do not retry those).
+pub fn is_namespace_gone(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code == 404 || (s.code == 403 && s.message.contains("because it is being terminated")),
+        _ => false,
+    }
+}
+
+/// Per-key failure counts: the delay before the next retry doubles from
+/// 5 ms up to 1000 s, and success forgets the key.
+#[derive(Default)]
+pub struct Backoff {
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Backoff {
+    /// Records a failure of `key` and returns the delay before retrying.
+    pub fn failed(&self, key: &str) -> Duration {
+        let mut m = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(key.to_string()).or_insert(0);
+        let delay = Duration::from_millis(5).saturating_mul(1u32.checked_shl(*n).unwrap_or(u32::MAX));
+        *n = n.saturating_add(1);
+        delay.min(Duration::from_secs(1000))
+    }
+
+    /// Forgets the failures of `key`.
+    pub fn succeeded(&self, key: &str) {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+    }
+}
+
+/// The stop signal handed to controllers: becomes `true` once to stop.
+pub type Stop = tokio::sync::watch::Receiver<bool>;
+
+/// A future that completes when `stop` turns true (or its sender is gone).
+pub fn stopped(mut stop: Stop) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
+    async move {
+        let _ = stop.wait_for(|v| *v).await;
+    }
+}
+
+/// What a controller's context offers the shared error policy.
+pub trait HasBackoff {
+    /// The controller's back-off state.
+    fn backoff(&self) -> &Backoff;
+    /// The controller's name (the log component).
+    fn name(&self) -> &'static str;
+}
+
+/// The shared error policy: log, then retry after the key's back-off.
+pub fn error_policy<K: kube::Resource, C: HasBackoff>(obj: Arc<K>, err: &Error, ctx: Arc<C>) -> Action {
+    let key = key_of(obj.as_ref());
+    let delay = ctx.backoff().failed(&key);
+    tracing::warn!(component = ctx.name(), %key, error = %err, retry_in_ms = delay.as_millis() as u64, "reconcile failed");
+    Action::requeue(delay)
+}
+
+/// `namespace/name` or `name`.
+pub fn key_of<K: kube::Resource>(obj: &K) -> String {
+    let m = obj.meta();
+    match &m.namespace {
+        Some(ns) => format!("{ns}/{}", m.name.as_deref().unwrap_or("")),
+        None => m.name.clone().unwrap_or_default(),
+    }
+}
+
+/// Drives a controller's result stream to the end, logging failures of
+/// the machinery itself (watch errors, queue overflow) at debug level
+/// (reconcile errors are logged by [`error_policy`]).
+pub async fn drive<S, T, E>(name: &'static str, stream: S)
+where
+    S: futures::Stream<Item = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    tracing::info!(component = name, "starting controller");
+    stream
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(component = name, error = %e, "controller event");
+            }
+        })
+        .await;
+    tracing::info!(component = name, "controller stopped");
+}
+
+/// The context every controller's reconcile gets: its own client (its
+/// identity), its back-off state and the manager's settings.
+pub struct Ctx {
+    /// The controller's name, also its log component.
+    pub name: &'static str,
+    /// A client authenticated as the controller's ServiceAccount: every write.
+    pub client: kube::Client,
+    /// The manager's own client (`system:kube-controller-manager`): the
+    /// informers and reads, as upstream's shared informers use the
+    /// manager's identity while each controller writes as itself.
+    pub reader: kube::Client,
+    /// Per-key failure counts.
+    pub backoff: Backoff,
+    /// What the manager was configured with.
+    pub settings: Arc<crate::manager::Settings>,
+}
+
+impl Ctx {
+    /// A context for controller `name`.
+    pub fn new(
+        name: &'static str,
+        client: kube::Client,
+        reader: kube::Client,
+        settings: Arc<crate::manager::Settings>,
+    ) -> Arc<Ctx> {
+        Arc::new(Ctx { name, client, reader, backoff: Backoff::default(), settings })
+    }
+
+    /// Marks `key` reconciled and returns `action`.
+    pub fn done(&self, key: &str, action: Action) -> Result<Action, Error> {
+        self.backoff.succeeded(key);
+        Ok(action)
+    }
+}
+
+impl HasBackoff for Ctx {
+    fn backoff(&self) -> &Backoff {
+        &self.backoff
+    }
+    fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_5ms_to_1000s_per_key() {
+        let b = Backoff::default();
+        assert_eq!(b.failed("a"), Duration::from_millis(5));
+        assert_eq!(b.failed("a"), Duration::from_millis(10));
+        assert_eq!(b.failed("b"), Duration::from_millis(5));
+        for _ in 0..40 {
+            b.failed("a");
+        }
+        assert_eq!(b.failed("a"), Duration::from_secs(1000));
+        b.succeeded("a");
+        assert_eq!(b.failed("a"), Duration::from_millis(5));
+    }
+}

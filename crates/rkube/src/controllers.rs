@@ -1,0 +1,121 @@
+//! The controller manager inside `rkube server`: configured from the
+//! server's flags and PKI, started once the API server is ready, talking to
+//! it over loopback HTTPS as `system:kube-controller-manager` (and each
+//! controller as its own ServiceAccount), stopped before the API server.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use rkube_apiserver::health::{Endpoint, Health};
+use rkube_controllers::client::ApiEndpoint;
+use rkube_controllers::{ManagerConfig, Settings};
+use rkube_pki::ClusterPki;
+use tokio::sync::oneshot;
+
+use crate::cli::ServerArgs;
+
+/// The manager's user name (upstream's kube-controller-manager identity).
+pub const MANAGER_USER: &str = "system:kube-controller-manager";
+
+/// What [`spawn`] starts: the manager, and the admin credentials that
+/// apply node join's RBAC objects first (as `kubeadm init` does).
+pub struct Setup {
+    config: ManagerConfig,
+    admin: rkube_pki::CertAndKey,
+}
+
+/// The manager's configuration, or `None` with `--disable-controller-manager`.
+/// The CA key is read from the data dir's PKI (upstream's
+/// `--cluster-signing-key-file`); the manager's client certificate is
+/// issued from the CA at every start.
+pub fn manager_config(
+    args: &ServerArgs,
+    pki: &ClusterPki,
+    advertise_address: IpAddr,
+    local_url: &str,
+) -> anyhow::Result<Option<Setup>> {
+    if args.disable_controller_manager {
+        return Ok(None);
+    }
+    let manager = rkube_pki::issue_client_certificate(&pki.ca, MANAGER_USER, None)
+        .map_err(|e| anyhow!("cannot issue the controller manager's client certificate: {e}"))?;
+    let signing_ca = rkube_controllers::csr::SigningCa::from_pem(&pki.ca.cert_pem, &pki.ca.key_pem)
+        .map_err(|e| anyhow!("{}: {e}", pki.files.ca_key.display()))?;
+    let config = ManagerConfig {
+        endpoint: ApiEndpoint { url: local_url.to_string(), ca_pem: pki.ca.cert_pem.clone() },
+        manager_cert_pem: manager.cert_pem,
+        manager_key_pem: manager.key_pem,
+        controllers: args.controllers.clone(),
+        identity: rkube_controllers::manager::default_identity(),
+        timing: Default::default(),
+        settings: Arc::new(Settings {
+            ca_pem: pki.ca.cert_pem.clone(),
+            signing_ca: Some(Arc::new(signing_ca)),
+            cluster_info_server: format!("https://{}", SocketAddr::new(advertise_address, args.https_port)),
+            signing_duration: args.cluster_signing_duration,
+        }),
+    };
+    Ok(Some(Setup { config, admin: pki.admin.clone() }))
+}
+
+/// A running (or waiting) controller manager.
+pub struct Handle {
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the manager once `/readyz` passes, after applying node join's
+/// RBAC objects (retried until they are in place or the server stops).
+pub fn spawn(setup: Setup, health: Health) -> Handle {
+    let Setup { config, admin } = setup;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let stopped = async {
+            let _ = stopped.await;
+        };
+        tokio::pin!(stopped);
+        loop {
+            if health.evaluate(Endpoint::Readyz, &[]).await.passed() {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = &mut stopped => return,
+            }
+        }
+        let admin = rkube_controllers::client::with_certificate(&config.endpoint, &admin.cert_pem, &admin.key_pem);
+        match admin {
+            Ok(admin) => loop {
+                let kubeconfig = rkube_controllers::bootstrapsigner::cluster_info_kubeconfig(
+                    &config.settings.cluster_info_server,
+                    &config.settings.ca_pem,
+                );
+                match rkube_controllers::joinpolicy::ensure(&admin, &kubeconfig).await {
+                    Ok(()) => break,
+                    Err(e) => {
+                        tracing::warn!(component = "kube-controller-manager", error = %e, "cannot apply the node-join RBAC objects yet; retrying")
+                    }
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = &mut stopped => return,
+                }
+            },
+            Err(e) => tracing::error!(component = "kube-controller-manager", "cannot build the admin client: {e}"),
+        }
+        if let Err(e) = rkube_controllers::run(config, stopped).await {
+            tracing::error!(component = "kube-controller-manager", "{e}");
+        }
+    });
+    Handle { stop, task }
+}
+
+impl Handle {
+    /// Stops the controllers and releases the lease (at most 10 s).
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
+    }
+}

@@ -1,0 +1,40 @@
+//! `rkube token create`: a bootstrap token for joining a node, printed as
+//! a join token that also pins the cluster CA.
+//!
+//! The join token is `K10<sha256 of the CA certificate's DER, hex>::<id>.<secret>`
+//! (k3s's layout). The bootstrap token part is stored as the Secret
+//! `kube-system/bootstrap-token-<id>` with kubeadm's fields; the token
+//! cleaner deletes it when `--ttl` has passed, and the bootstrap signer
+//! signs `kube-public/cluster-info` with it so that the joining side can
+//! verify what it downloads.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Context};
+use rkube_controllers::bootstraptoken::{self, JoinToken};
+
+/// Creates the token through the API with the kubeconfig at `kubeconfig`
+/// (the admin kubeconfig by default) and returns the join token line.
+pub async fn create(
+    kubeconfig: PathBuf,
+    ttl: std::time::Duration,
+    description: Option<String>,
+) -> anyhow::Result<String> {
+    let kc = kube::config::Kubeconfig::read_from(&kubeconfig)
+        .with_context(|| format!("cannot read the kubeconfig {}", kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .with_context(|| format!("cannot use the kubeconfig {}", kubeconfig.display()))?;
+    let ca_der = config
+        .root_cert
+        .as_ref()
+        .and_then(|certs| certs.first().cloned())
+        .ok_or_else(|| anyhow!("{} has no certificate-authority-data to pin", kubeconfig.display()))?;
+    let client = kube::Client::try_from(config).context("cannot build the API client")?;
+    let ttl = (!ttl.is_zero()).then_some(ttl);
+    let token = bootstraptoken::create(&client, ttl, description.as_deref())
+        .await
+        .map_err(|e| anyhow!("cannot create the bootstrap token: {e}"))?;
+    let join = JoinToken { ca_hash: bootstraptoken::ca_der_hash(&ca_der), token };
+    Ok(join.to_string())
+}
