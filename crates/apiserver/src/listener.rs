@@ -38,6 +38,13 @@ const HTTP_TO_HTTPS_RESPONSE: &[u8] =
     b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
 /// How long a client may take to send request headers on HTTP/1.1.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most header bytes a request may carry: Go's `http.DefaultMaxHeaderBytes`
+/// (1 MiB), which upstream's server keeps, so an oversized credential is
+/// answered by authentication (401) rather than by the HTTP layer.
+pub const MAX_HEADER_BYTES: usize = 1 << 20;
+/// Room beyond [`MAX_HEADER_BYTES`] in HTTP/1.1's read buffer, as Go's
+/// server reads `MaxHeaderBytes + 4096` before refusing.
+const HEADER_SLACK: usize = 4096;
 
 /// A bound TCP socket plus the TLS configuration to serve on it.
 pub struct TlsListener {
@@ -67,8 +74,12 @@ impl TlsListener {
     /// [`PeerCertificates`].
     pub async fn serve(self, router: Router, shutdown: impl Future<Output = ()>, grace: Duration) {
         let mut builder = auto::Builder::new(TokioExecutor::new());
-        builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
-        builder.http2().timer(TokioTimer::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .max_buf_size(MAX_HEADER_BYTES + HEADER_SLACK);
+        builder.http2().timer(TokioTimer::new()).max_header_list_size(MAX_HEADER_BYTES as u32);
         let builder = Arc::new(builder);
         let (closing_tx, closing_rx) = watch::channel(false);
         let mut connections = JoinSet::new();

@@ -180,3 +180,25 @@ fn events_are_validated_as_upstream() {
     apply(&s, legacy);
     assert_eq!(ok(&s, &["get", "event", "e4", "-o", "jsonpath={.type} {.count}"]), "Info 3");
 }
+
+#[test]
+fn config_maps_are_validated_as_upstream() {
+    let s = TestServer::start();
+    let err = apply_fails(&s, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k\ndata:\n  \"bad key!\": x\n");
+    assert!(
+        err.contains(r#"The ConfigMap "k" is invalid: data[bad key!]: Invalid value: "bad key!": a valid config key must consist of alphanumeric characters"#),
+        "{err}"
+    );
+    let err = apply_fails(
+        &s,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k\ndata:\n  a: x\nbinaryData:\n  a: eA==\n",
+    );
+    assert!(err.contains(r#"data[a]: Invalid value: "a": duplicate of key present in binaryData"#), "{err}");
+    let err = fails(&s, &["get", "configmap", "k"]);
+    assert!(err.contains(r#""k" not found"#), "{err}");
+    // A patch is validated too, and changes nothing.
+    ok(&s, &["create", "configmap", "good", "--from-literal=a=1"]);
+    let err = fails(&s, &["patch", "configmap", "good", "--type=merge", "-p", r#"{"data":{"..":"x"}}"#]);
+    assert!(err.contains(r#"data[..]: Invalid value: "..": must not be '..'"#), "{err}");
+    assert_eq!(ok(&s, &["get", "configmap", "good", "-o", "jsonpath={.data}"]), r#"{"a":"1"}"#);
+}
