@@ -23,6 +23,13 @@ pub fn unmarshal_map_error(data: &[u8]) -> Option<String> {
     Some(format!("json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"))
 }
 
+/// Go's scanner error for `data` that is not valid JSON (`invalid
+/// character 'x' after object key`, `unexpected end of JSON input`, …),
+/// or `None` for a valid document.
+pub fn syntax_error(data: &[u8]) -> Option<String> {
+    Scanner { data, pos: 0 }.document().err()
+}
+
 const EOF: &str = "unexpected end of JSON input";
 
 fn is_space(b: u8) -> bool {
@@ -213,6 +220,13 @@ impl Scanner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn syntax_errors_read_as_go_scanner_errors() {
+        assert_eq!(syntax_error(br#"{"a":1"#).as_deref(), Some("unexpected end of JSON input"));
+        assert_eq!(syntax_error(br#"{"a" 1}"#).as_deref(), Some("invalid character '1' after object key"));
+        assert_eq!(syntax_error(br#"{"a":1}"#), None);
+    }
 
     #[test]
     fn go_unmarshal_errors() {

@@ -34,7 +34,7 @@ pub mod endpoints;
 mod event;
 mod flowcontrol;
 mod generic;
-mod gojson;
+pub mod gojson;
 mod ipaddress;
 pub(crate) mod limitrange;
 mod namespace;

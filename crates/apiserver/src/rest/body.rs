@@ -72,8 +72,11 @@ pub fn decode(
     };
     let (value, duplicates) = match format {
         BodyFormat::Json => {
-            let value: Value = serde_json::from_slice(bytes)
-                .map_err(|e| unrecognized(format!("couldn't get version/kind; json parse error: {e}")))?;
+            let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+                // Go's scanner wording where the body is not JSON at all.
+                let why = rkube_apimachinery::strategy::gojson::syntax_error(bytes).unwrap_or_else(|| e.to_string());
+                unrecognized(format!("couldn't get version/kind; json parse error: {why}"))
+            })?;
             let duplicates = typed::duplicate_fields(bytes).unwrap_or_default();
             (value, duplicates)
         }
