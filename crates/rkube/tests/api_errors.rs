@@ -218,12 +218,26 @@ fn oversized_deeply_nested_and_protobuf_bodies() {
     let reply = post(&s, CM_URL, "application/json", big.as_bytes());
     assert_status(&reply, 413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728");
 
-    // Just under the request limit but over the store's value limit.
+    // Under the request limit, a ConfigMap over 1 MiB of data fails
+    // validation first (upstream's ValidateConfigMap)...
     let large = format!(
         r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"large"}},"data":{{"k":"{}"}}}}"#,
         "x".repeat(2 * 1024 * 1024)
     );
     let reply = post(&s, CM_URL, "application/json", large.as_bytes());
+    assert_status(
+        &reply,
+        422,
+        "Invalid",
+        r#"ConfigMap "large" is invalid: []: Too long: may not be more than 1048576 bytes"#,
+    );
+    // ...while a kind without such a limit (an old-style Event's message)
+    // meets the store's value limit.
+    let event = format!(
+        r#"{{"apiVersion":"v1","kind":"Event","metadata":{{"name":"large"}},"involvedObject":{{"kind":"Pod","name":"p","namespace":"default"}},"message":"{}"}}"#,
+        "x".repeat(2 * 1024 * 1024)
+    );
+    let reply = post(&s, "/api/v1/namespaces/default/events", "application/json", event.as_bytes());
     assert_eq!(reply.status, 413, "{}", reply.body);
 
     let nested = format!(

@@ -8,7 +8,7 @@
 /// `None` when `data` unmarshals into a `map[string]interface{}` (an
 /// object or `null`), else Go's error text.
 pub fn unmarshal_map_error(data: &[u8]) -> Option<String> {
-    let mut s = Scanner { data, pos: 0 };
+    let mut s = Scanner { data, pos: 0, depth: 0 };
     if let Err(e) = s.document() {
         return Some(e);
     }
@@ -27,8 +27,13 @@ pub fn unmarshal_map_error(data: &[u8]) -> Option<String> {
 /// character 'x' after object key`, `unexpected end of JSON input`, …),
 /// or `None` for a valid document.
 pub fn syntax_error(data: &[u8]) -> Option<String> {
-    Scanner { data, pos: 0 }.document().err()
+    Scanner { data, pos: 0, depth: 0 }.document().err()
 }
+
+/// How deep the scanner nests before refusing. Go allows 10,000 levels;
+/// this recursive scanner stops earlier so that hostile input cannot
+/// exhaust a server thread's stack.
+const MAX_DEPTH: usize = 1000;
 
 const EOF: &str = "unexpected end of JSON input";
 
@@ -58,6 +63,7 @@ fn quote_char(c: u8) -> String {
 struct Scanner<'a> {
     data: &'a [u8],
     pos: usize,
+    depth: usize,
 }
 
 type Res = Result<(), String>;
@@ -95,8 +101,15 @@ impl Scanner<'_> {
     fn value(&mut self) -> Res {
         self.skip_space();
         match self.next()? {
-            b'{' => self.object(),
-            b'[' => self.array(),
+            c @ (b'{' | b'[') => {
+                if self.depth >= MAX_DEPTH {
+                    return Err(Self::invalid(c, "exceeded max depth"));
+                }
+                self.depth += 1;
+                let result = if c == b'{' { self.object() } else { self.array() };
+                self.depth -= 1;
+                result
+            }
             b'"' => self.string(),
             c @ (b'-' | b'0'..=b'9') => self.number(c),
             b't' => self.literal("true"),
@@ -226,6 +239,10 @@ mod tests {
         assert_eq!(syntax_error(br#"{"a":1"#).as_deref(), Some("unexpected end of JSON input"));
         assert_eq!(syntax_error(br#"{"a" 1}"#).as_deref(), Some("invalid character '1' after object key"));
         assert_eq!(syntax_error(br#"{"a":1}"#), None);
+        // Hostile nesting is refused, not followed until the stack runs out.
+        let deep = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(syntax_error(deep.as_bytes()).as_deref(), Some("invalid character '[' exceeded max depth"));
+        assert!(unmarshal_map_error(deep.as_bytes()).is_some());
     }
 
     #[test]
