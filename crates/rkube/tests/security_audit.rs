@@ -117,6 +117,14 @@ fn secrets_are_audited_at_metadata_without_bodies() {
     }
     assert!(created[0].get("responseStatus").is_none());
     assert_eq!(created[1]["responseStatus"], json!({"metadata": {}, "code": 201}));
+    // Authorization's verdict, as upstream's WithAuthorization records it
+    // (system:masters is allowed without a reason); not yet known when the
+    // request was received.
+    assert!(created[0].get("annotations").is_none(), "{}", created[0]);
+    assert_eq!(
+        created[1]["annotations"],
+        json!({"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": ""})
+    );
     let got = wait_events(&log, 2, about("secrets", "get", "s1"));
     assert_eq!(got[1]["responseStatus"]["code"], 200);
     assert!(!std::fs::read_to_string(&log).unwrap().contains("never-in-the-log"));

@@ -82,6 +82,10 @@ pub async fn authorize(State(api): State<Arc<Api>>, req: Request, next: Next) ->
         authorizer.wait_ready(READY_WAIT).await;
     }
     let (decision, reason) = authorizer.authorize(&attrs);
+    // Upstream's WithAuthorization records both on the audit event.
+    let verdict = if decision == Decision::Allow { "allow" } else { "forbid" };
+    crate::audit::annotate(req.extensions(), crate::audit::DECISION_ANNOTATION, verdict);
+    crate::audit::annotate(req.extensions(), crate::audit::REASON_ANNOTATION, &reason);
     if decision == Decision::Allow {
         return next.run(req).await;
     }
