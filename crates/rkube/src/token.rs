@@ -20,8 +20,15 @@ pub async fn create(
     ttl: std::time::Duration,
     description: Option<String>,
 ) -> anyhow::Result<String> {
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig)
-        .with_context(|| format!("cannot read the kubeconfig {}", kubeconfig.display()))?;
+    // Read the file here: kube's own read error repeats its cause.
+    let text = std::fs::read_to_string(&kubeconfig).with_context(|| {
+        format!(
+            "cannot read the kubeconfig {} (run this on a server, or pass --kubeconfig or --data-dir)",
+            kubeconfig.display()
+        )
+    })?;
+    let kc = kube::config::Kubeconfig::from_yaml(&text)
+        .with_context(|| format!("cannot parse the kubeconfig {}", kubeconfig.display()))?;
     let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
         .await
         .with_context(|| format!("cannot use the kubeconfig {}", kubeconfig.display()))?;
