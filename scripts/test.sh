@@ -36,6 +36,10 @@ if ! "$venv/bin/python" -c "import kubernetes, sys; sys.exit(kubernetes.__versio
 fi
 export RKUBE_TEST_PYTHON="$PWD/$venv/bin/python"
 
+# A whole-suite run is one build: incremental caches would only double the
+# disk it takes (set CARGO_INCREMENTAL=1 to keep them while iterating).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
