@@ -25,15 +25,14 @@
 
 #![warn(missing_docs)]
 
+pub use rkube_client::{client, leader, pem};
+
 pub mod bootstraptoken;
-pub mod client;
 pub mod credentials;
 pub mod csr;
 pub mod join;
 pub mod joinpolicy;
-pub mod leader;
 pub mod manager;
-pub mod pem;
 pub mod runtime;
 
 pub mod bootstrapsigner;

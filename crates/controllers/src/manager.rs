@@ -147,7 +147,7 @@ pub fn default_identity() -> String {
 pub async fn run(config: ManagerConfig, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     let manager = client::with_certificate(&config.endpoint, &config.manager_cert_pem, &config.manager_key_pem)
         .map_err(|e| e.to_string())?;
-    let elector = LeaderElector::new(manager.clone(), config.identity.clone(), config.timing);
+    let elector = LeaderElector::new(manager.clone(), "kube-controller-manager", config.identity.clone(), config.timing);
     let enabled: Vec<&ControllerInfo> = CONTROLLERS.iter().filter(|c| config.controllers.is_enabled(c)).collect();
     tracing::info!(component = COMPONENT, controllers = ?enabled.iter().map(|c| c.name).collect::<Vec<_>>(), "controller manager starting");
     tokio::pin!(shutdown);

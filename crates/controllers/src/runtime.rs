@@ -21,23 +21,7 @@ pub enum Error {
     Other(String),
 }
 
-/// The status code of an API error, if the API answered.
-pub fn api_code(e: &kube::Error) -> Option<u16> {
-    match e {
-        kube::Error::Api(status) => Some(status.code),
-        _ => None,
-    }
-}
-
-/// Whether `e` is a 404.
-pub fn is_not_found(e: &kube::Error) -> bool {
-    api_code(e) == Some(404)
-}
-
-/// Whether `e` is a 409 (AlreadyExists or Conflict).
-pub fn is_conflict(e: &kube::Error) -> bool {
-    api_code(e) == Some(409)
-}
+pub use rkube_client::errors::{api_code, is_conflict, is_not_found};
 
 /// A create refused because the namespace is being deleted or is gone
 /// (upstream controllers do not retry those).

@@ -1,8 +1,9 @@
 //! Leader election over a coordination.k8s.io Lease (upstream
-//! client-go `leaderelection` with a `LeaseLock`): among several managers,
-//! the one holding `kube-system/kube-controller-manager` runs the
-//! controllers. Upstream defaults: lease 15 s, renew deadline 10 s, retry
-//! every 2 s; on a clean stop the holder releases the lease.
+//! client-go `leaderelection` with a `LeaseLock`): among several servers,
+//! the one holding `kube-system/<component>` (kube-controller-manager,
+//! kube-scheduler) runs the loops. Upstream defaults: lease 15 s, renew
+//! deadline 10 s, retry every 2 s; on a clean stop the holder releases the
+//! lease.
 
 use std::time::{Duration, Instant};
 
@@ -10,13 +11,10 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, ObjectMeta, PostParams};
 
-use crate::runtime::{is_conflict, is_not_found};
+use crate::errors::{is_conflict, is_not_found};
 
-/// Namespace of the lease.
+/// Namespace of the components' leases.
 pub const LEASE_NAMESPACE: &str = "kube-system";
-/// Name of the lease.
-pub const LEASE_NAME: &str = "kube-controller-manager";
-const COMPONENT: &str = "kube-controller-manager";
 
 /// Timing of the election.
 #[derive(Clone, Copy, Debug)]
@@ -42,6 +40,9 @@ impl Default for Timing {
 /// One candidate.
 pub struct LeaderElector {
     api: Api<Lease>,
+    /// The lease's name, which is also the component name in logs
+    /// (`kube-controller-manager`, `kube-scheduler`).
+    component: &'static str,
     identity: String,
     timing: Timing,
 }
@@ -59,9 +60,10 @@ pub fn is_expired(spec: &LeaseSpec, now: jiff::Timestamp) -> bool {
 }
 
 impl LeaderElector {
-    /// A candidate named `identity` (upstream: `<hostname>_<uuid>`).
-    pub fn new(client: kube::Client, identity: String, timing: Timing) -> Self {
-        LeaderElector { api: Api::namespaced(client, LEASE_NAMESPACE), identity, timing }
+    /// A candidate named `identity` (upstream: `<hostname>_<uuid>`) for the
+    /// lease `kube-system/<component>`.
+    pub fn new(client: kube::Client, component: &'static str, identity: String, timing: Timing) -> Self {
+        LeaderElector { api: Api::namespaced(client, LEASE_NAMESPACE), component, identity, timing }
     }
 
     /// The candidate's identity.
@@ -75,15 +77,15 @@ impl LeaderElector {
         loop {
             match self.try_acquire_or_renew().await {
                 Ok(true) => {
-                    tracing::info!(component = COMPONENT, identity = %self.identity, lease = %format!("{LEASE_NAMESPACE}/{LEASE_NAME}"), "became leader");
+                    tracing::info!(component = self.component, identity = %self.identity, lease = %format!("{LEASE_NAMESPACE}/{}", self.component), "became leader");
                     return;
                 }
                 Ok(false) if !logged => {
-                    tracing::info!(component = COMPONENT, identity = %self.identity, "another manager is leader; waiting");
+                    tracing::info!(component = self.component, identity = %self.identity, "another candidate is leader; waiting");
                     logged = true;
                 }
                 Ok(false) => {}
-                Err(e) => tracing::debug!(component = COMPONENT, error = %e, "cannot acquire the lease yet"),
+                Err(e) => tracing::debug!(component = self.component, error = %e, "cannot acquire the lease yet"),
             }
             tokio::time::sleep(self.timing.retry_period).await;
         }
@@ -98,12 +100,12 @@ impl LeaderElector {
             match self.try_acquire_or_renew().await {
                 Ok(true) => last_ok = Instant::now(),
                 Ok(false) => {
-                    tracing::warn!(component = COMPONENT, identity = %self.identity, "lost the lease to another manager");
+                    tracing::warn!(component = self.component, identity = %self.identity, "lost the lease to another candidate");
                     return;
                 }
                 Err(e) => {
                     if last_ok.elapsed() >= self.timing.renew_deadline {
-                        tracing::warn!(component = COMPONENT, error = %e, "failed to renew the lease within the deadline; leadership lost");
+                        tracing::warn!(component = self.component, error = %e, "failed to renew the lease within the deadline; leadership lost");
                         return;
                     }
                 }
@@ -114,7 +116,7 @@ impl LeaderElector {
     /// Gives the lease up (holder cleared, duration 1 s) so that another
     /// manager takes over at once.
     pub async fn release(&self) {
-        let Ok(mut lease) = self.api.get(LEASE_NAME).await else { return };
+        let Ok(mut lease) = self.api.get(self.component).await else { return };
         let spec = lease.spec.get_or_insert_with(Default::default);
         if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
             return;
@@ -122,20 +124,20 @@ impl LeaderElector {
         spec.holder_identity = None;
         spec.lease_duration_seconds = Some(1);
         spec.renew_time = Some(MicroTime(jiff::Timestamp::now()));
-        if self.api.replace(LEASE_NAME, &PostParams::default(), &lease).await.is_ok() {
-            tracing::info!(component = COMPONENT, identity = %self.identity, "released the lease");
+        if self.api.replace(self.component, &PostParams::default(), &lease).await.is_ok() {
+            tracing::info!(component = self.component, identity = %self.identity, "released the lease");
         }
     }
 
     async fn try_acquire_or_renew(&self) -> Result<bool, kube::Error> {
         let now = jiff::Timestamp::now();
         let seconds = self.timing.lease_duration.as_secs() as i32;
-        let mut lease = match self.api.get(LEASE_NAME).await {
+        let mut lease = match self.api.get(self.component).await {
             Ok(l) => l,
             Err(e) if is_not_found(&e) => {
                 let lease = Lease {
                     metadata: ObjectMeta {
-                        name: Some(LEASE_NAME.into()),
+                        name: Some(self.component.into()),
                         namespace: Some(LEASE_NAMESPACE.into()),
                         ..Default::default()
                     },
@@ -169,7 +171,7 @@ impl LeaderElector {
         spec.lease_duration_seconds = Some(seconds);
         spec.renew_time = Some(MicroTime(now));
         // The resourceVersion in `lease` makes this a compare-and-swap.
-        match self.api.replace(LEASE_NAME, &PostParams::default(), &lease).await {
+        match self.api.replace(self.component, &PostParams::default(), &lease).await {
             Ok(_) => Ok(true),
             Err(e) if is_conflict(&e) => Ok(false),
             Err(e) => Err(e),
