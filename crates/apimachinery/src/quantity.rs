@@ -18,6 +18,32 @@ pub fn canonical(text: &str) -> Option<String> {
     format(parse(text)?)
 }
 
+/// `text` in milli-units, rounded up (away from zero) as
+/// `resource.Quantity.MilliValue()` does: `"500m"` → 500, `"1"` → 1000,
+/// `"1Ki"` → 1,024,000. `None` when it is not a quantity or does not fit.
+pub fn milli_value(text: &str) -> Option<i128> {
+    scaled(parse(text)?, 3)
+}
+
+/// `text` in whole units, rounded up (away from zero) as
+/// `resource.Quantity.Value()` does: `"1Gi"` → 1,073,741,824, `"100m"` → 1.
+/// `None` when it is not a quantity or does not fit.
+pub fn value(text: &str) -> Option<i128> {
+    scaled(parse(text)?, 0)
+}
+
+/// `q × 10^shift` as an integer, rounded away from zero.
+fn scaled(q: Quantity, shift: i32) -> Option<i128> {
+    let e = q.exponent + shift;
+    let magnitude = if e >= 0 {
+        q.mantissa.checked_mul(10u128.checked_pow(e as u32)?)?
+    } else {
+        q.mantissa.div_ceil(10u128.checked_pow((-e) as u32)?)
+    };
+    let magnitude = i128::try_from(magnitude).ok()?;
+    Some(if q.negative { -magnitude } else { magnitude })
+}
+
 /// Upstream's message for a string that is not a quantity.
 pub const SYNTAX_ERROR: &str =
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
@@ -269,6 +295,21 @@ fn format(q: Quantity) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn milli_and_whole_values_round_up_as_upstream() {
+        assert_eq!(milli_value("500m"), Some(500));
+        assert_eq!(milli_value("1"), Some(1000));
+        assert_eq!(milli_value("0.5"), Some(500));
+        assert_eq!(milli_value("1Ki"), Some(1_024_000));
+        assert_eq!(milli_value("1n"), Some(1));
+        assert_eq!(milli_value("-1n"), Some(-1));
+        assert_eq!(value("1Gi"), Some(1 << 30));
+        assert_eq!(value("100m"), Some(1));
+        assert_eq!(value("2e3"), Some(2000));
+        assert_eq!(value("1.5k"), Some(1500));
+        assert_eq!(value("x"), None);
+    }
 
     #[test]
     fn canonical_forms_as_upstream_writes_them() {
