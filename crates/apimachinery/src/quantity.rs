@@ -32,6 +32,14 @@ pub fn value(text: &str) -> Option<i128> {
     scaled(parse(text)?, 0)
 }
 
+/// `text` exactly, as `(negative, mantissa, exponent)`: the value is
+/// `±mantissa × 10^exponent`, rounded up (away from zero) to nano units as
+/// `ParseQuantity` does, so `exponent ≥ -9`. `None` when it is not a
+/// quantity. CEL's quantity library computes with it.
+pub fn decimal(text: &str) -> Option<(bool, u128, i32)> {
+    parse(text).map(|q| (q.negative, q.mantissa, q.exponent))
+}
+
 /// `q × 10^shift` as an integer, rounded away from zero.
 fn scaled(q: Quantity, shift: i32) -> Option<i128> {
     let e = q.exponent + shift;

@@ -31,8 +31,10 @@ pub struct AppState {
     pub filters: Arc<Filters>,
 }
 
-/// Builds the router over `state`: every request is authenticated first
-/// ([`crate::authn::authenticate`]), then passes the filters
+/// Builds the router over `state`: every request gets its audit ID
+/// ([`crate::audit::init`]), is authenticated ([`crate::authn::authenticate`]),
+/// audited ([`crate::audit::audit`]), impersonation is applied
+/// ([`crate::authn::impersonate`]), then it passes the filters
 /// ([`crate::filters::filter`]: in-flight limits and request metrics), then
 /// authorization ([`crate::authz::filter::authorize`]).
 pub fn router(state: AppState) -> Router {
@@ -53,9 +55,14 @@ pub fn router(state: AppState) -> Router {
         // Every path, health and /version included, is authorized (crate::authz::filter).
         .layer(axum::middleware::from_fn_with_state(api.clone(), crate::authz::filter::authorize))
         .layer(axum::middleware::from_fn_with_state(filters, crate::filters::filter))
+        // Impersonation inside auditing, so refusals are audited (upstream's WithImpersonation).
+        .layer(axum::middleware::from_fn_with_state(api.clone(), crate::authn::impersonate))
         // Audited right after authentication, as upstream's WithAudit (crate::audit).
-        .layer(axum::middleware::from_fn_with_state(audit, crate::audit::audit))
+        .layer(axum::middleware::from_fn_with_state(audit.clone(), crate::audit::audit))
         .layer(axum::middleware::from_fn_with_state(api, crate::authn::authenticate))
+        // Outermost: the audit ID of every request, and the audit of failed
+        // authentications (upstream's WithAuditInit, WithFailedAuthenticationAudit).
+        .layer(axum::middleware::from_fn_with_state(audit, crate::audit::init))
 }
 
 /// Discovery, OpenAPI, `/metrics` and the resource API.

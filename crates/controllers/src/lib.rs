@@ -16,7 +16,8 @@
 //! and reads use that identity, as upstream's shared informers do, while
 //! every write goes through the controller's own ServiceAccount client
 //! ([`credentials`]), so RBAC's `system:controller:<name>` roles decide
-//! what each controller may change.
+//! what each controller may change — except [`serviceaccounttoken`],
+//! which upstream runs with the manager's own credentials.
 //!
 //! Node join: [`bootstraptoken`] (tokens, their Secrets, the join token
 //! format and the `cluster-info` JWS), [`join`] (the joining side),
@@ -31,6 +32,7 @@ pub mod bootstraptoken;
 pub mod credentials;
 pub mod csr;
 pub mod join;
+pub mod known;
 pub mod joinpolicy;
 pub mod manager;
 pub mod runtime;
@@ -41,6 +43,7 @@ pub mod csrapproving;
 pub mod csrsigning;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod serviceaccounttoken;
 pub mod tokencleaner;
 
 pub use manager::{run, ControllerSelection, ManagerConfig, Settings, DEFAULT_CONTROLLERS};

@@ -6,6 +6,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rkube_apimachinery::validation;
+
 use crate::client::{self, ApiEndpoint};
 use crate::credentials::Credentials;
 use crate::csr::SigningCa;
@@ -13,7 +15,7 @@ use crate::leader::{LeaderElector, Timing};
 use crate::runtime::{Ctx, Stop};
 use crate::{
     bootstrapsigner, clusterroleaggregation, csrapproving, csrsigning, rootcacertpublisher, serviceaccount,
-    tokencleaner,
+    serviceaccounttoken, tokencleaner,
 };
 
 const COMPONENT: &str = "kube-controller-manager";
@@ -29,6 +31,10 @@ pub struct Settings {
     pub cluster_info_server: String,
     /// Longest certificate lifetime csrsigning issues (`--cluster-signing-duration`).
     pub signing_duration: Duration,
+    /// The service-account signing key (upstream's
+    /// `--service-account-private-key-file`), the one the API server
+    /// verifies tokens with; none: the legacy token controller stays off.
+    pub service_account_key: Option<Arc<rkube_pki::jws::SigningKey>>,
 }
 
 /// One controller the manager knows.
@@ -37,7 +43,8 @@ pub struct ControllerInfo {
     pub name: &'static str,
     /// The older name also accepted.
     pub alias: &'static str,
-    /// The kube-system ServiceAccount it runs as.
+    /// The kube-system ServiceAccount it runs as; empty: the manager's own
+    /// credentials (upstream's root client builder).
     pub service_account: &'static str,
     /// Whether `*` includes it (upstream: not for the bootstrap-token controllers).
     pub enabled_by_default: bool,
@@ -45,6 +52,8 @@ pub struct ControllerInfo {
 
 /// Every controller, in start order.
 pub const CONTROLLERS: &[ControllerInfo] = &[
+    // First, as upstream: it mints the credentials others may need.
+    info(serviceaccounttoken::NAME, serviceaccounttoken::ALIAS, serviceaccounttoken::SERVICE_ACCOUNT, true),
     info(serviceaccount::NAME, serviceaccount::ALIAS, serviceaccount::SERVICE_ACCOUNT, true),
     info(rootcacertpublisher::NAME, rootcacertpublisher::ALIAS, rootcacertpublisher::SERVICE_ACCOUNT, true),
     info(tokencleaner::NAME, tokencleaner::ALIAS, tokencleaner::SERVICE_ACCOUNT, false),
@@ -62,37 +71,61 @@ const fn info(name: &'static str, alias: &'static str, sa: &'static str, on: boo
 /// controllers node join needs (what kubeadm passes).
 pub const DEFAULT_CONTROLLERS: &str = "*,bootstrap-signer-controller,token-cleaner-controller";
 
-/// The parsed `--controllers` list (upstream semantics: `*` = the
-/// controllers on by default, `name` enables, `-name` disables; a
-/// disabling entry wins; names or their older aliases).
+/// The parsed `--controllers` list, upstream's semantics: `*` = the
+/// controllers on by default, `name` enables, `-name` disables; names or
+/// their older aliases, kept canonical; the first entry naming a
+/// controller decides (upstream's `IsControllerEnabled`). Every name
+/// upstream knows is accepted ([`crate::known`]); those rkube does not
+/// implement yet simply do not run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ControllerSelection(Vec<String>);
 
 impl ControllerSelection {
-    /// Parses a comma-separated list. Errors name an unknown controller as
-    /// upstream does.
+    /// Parses a comma-separated list. A name upstream does not know is
+    /// refused with upstream's message (`"<name>" is not in the list of
+    /// known controllers`, the name without its `-`).
     pub fn parse(s: &str) -> Result<Self, String> {
-        let items: Vec<String> = s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
-        for item in &items {
-            let name = item.strip_prefix('-').unwrap_or(item);
-            if name != "*" && !CONTROLLERS.iter().any(|c| c.name == name || c.alias == name) {
-                let known: Vec<&str> = CONTROLLERS.iter().map(|c| c.name).collect();
-                return Err(format!("{item:?} is not in the list of known controllers: {}", known.join(", ")));
+        let mut items = Vec::new();
+        for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            if item == "*" {
+                items.push(item.to_string());
+                continue;
             }
+            let (minus, name) = match item.strip_prefix('-') {
+                Some(name) => ("-", name),
+                None => ("", item),
+            };
+            let canonical = crate::known::canonical(name)
+                .ok_or_else(|| format!("{} is not in the list of known controllers", validation::go_quote(name)))?;
+            items.push(format!("{minus}{canonical}"));
         }
         Ok(ControllerSelection(items))
     }
 
     /// Whether the controller runs.
     pub fn is_enabled(&self, c: &ControllerInfo) -> bool {
-        let named = |n: &str| n == c.name || n == c.alias;
-        if self.0.iter().any(|i| i.strip_prefix('-').is_some_and(named)) {
-            return false;
-        }
-        if self.0.iter().any(|i| named(i)) {
-            return true;
+        for item in &self.0 {
+            if item == c.name {
+                return true;
+            }
+            if item.strip_prefix('-') == Some(c.name) {
+                return false;
+            }
         }
         self.0.iter().any(|i| i == "*") && c.enabled_by_default
+    }
+
+    /// The controllers the list names (enabling or disabling) that rkube
+    /// does not implement yet, canonical, in list order.
+    pub fn not_implemented(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        for item in &self.0 {
+            let name = item.strip_prefix('-').unwrap_or(item);
+            if name != "*" && !CONTROLLERS.iter().any(|c| c.name == name) && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
     }
 }
 
@@ -147,8 +180,13 @@ pub fn default_identity() -> String {
 pub async fn run(config: ManagerConfig, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     let manager = client::with_certificate(&config.endpoint, &config.manager_cert_pem, &config.manager_key_pem)
         .map_err(|e| e.to_string())?;
-    let elector = LeaderElector::new(manager.clone(), "kube-controller-manager", config.identity.clone(), config.timing);
+    let elector =
+        LeaderElector::new(manager.clone(), "kube-controller-manager", config.identity.clone(), config.timing);
     let enabled: Vec<&ControllerInfo> = CONTROLLERS.iter().filter(|c| config.controllers.is_enabled(c)).collect();
+    let missing = config.controllers.not_implemented();
+    if !missing.is_empty() {
+        tracing::warn!(component = COMPONENT, controllers = ?missing, "not implemented in rkube yet");
+    }
     tracing::info!(component = COMPONENT, controllers = ?enabled.iter().map(|c| c.name).collect::<Vec<_>>(), "controller manager starting");
     tokio::pin!(shutdown);
     loop {
@@ -199,6 +237,9 @@ async fn start(
 ) {
     let mut delay = Duration::from_millis(200);
     let client = loop {
+        if sa.is_empty() {
+            break reader.clone();
+        }
         if *stop.borrow() {
             return;
         }
@@ -217,6 +258,7 @@ async fn start(
     };
     let ctx = Ctx::new(name, client, reader, settings);
     match name {
+        serviceaccounttoken::NAME => serviceaccounttoken::run(ctx, stop).await,
         serviceaccount::NAME => serviceaccount::run(ctx, stop).await,
         rootcacertpublisher::NAME => rootcacertpublisher::run(ctx, stop).await,
         tokencleaner::NAME => tokencleaner::run(ctx, stop).await,
@@ -241,16 +283,57 @@ mod tests {
     fn controllers_flag_follows_upstream_semantics() {
         assert_eq!(
             enabled("*"),
-            ["serviceaccount", "root-ca-cert-publisher", "csrapproving", "csrsigning", "clusterrole-aggregation"]
+            [
+                "serviceaccount-token",
+                "serviceaccount",
+                "root-ca-cert-publisher",
+                "csrapproving",
+                "csrsigning",
+                "clusterrole-aggregation"
+            ]
         );
         assert_eq!(
-            enabled("*,-csrsigning,tokencleaner"),
+            enabled("*,-csrsigning,tokencleaner,-serviceaccount-token-controller"),
             ["serviceaccount", "root-ca-cert-publisher", "tokencleaner", "csrapproving", "clusterrole-aggregation"]
         );
         assert_eq!(enabled("serviceaccount-controller"), ["serviceaccount"]);
+        // The first entry naming a controller decides, as upstream's IsControllerEnabled.
         assert_eq!(enabled("-serviceaccount,serviceaccount"), Vec::<&str>::new());
+        assert_eq!(enabled("serviceaccount,-serviceaccount-controller"), ["serviceaccount"]);
         assert_eq!(enabled(DEFAULT_CONTROLLERS).len(), CONTROLLERS.len());
-        let err = ControllerSelection::parse("*,nope").unwrap_err();
-        assert!(err.starts_with("\"nope\" is not in the list of known controllers"), "{err}");
+    }
+
+    #[test]
+    fn every_upstream_controller_name_is_accepted_and_unknown_ones_refused_as_upstream() {
+        let sel = ControllerSelection::parse("*,-garbage-collector-controller").unwrap();
+        assert_eq!(sel.not_implemented(), ["garbage-collector-controller"]);
+        assert_eq!(enabled("*,-garbage-collector-controller").len(), enabled("*").len());
+        let sel = ControllerSelection::parse("-node-ipam-controller,podgc,deployment-controller,podgc").unwrap();
+        assert_eq!(
+            sel.not_implemented(),
+            ["node-ipam-controller", "pod-garbage-collector-controller", "deployment-controller"]
+        );
+        assert_eq!(ControllerSelection::parse("*").unwrap().not_implemented(), Vec::<&str>::new());
+        for (name, alias) in crate::known::UPSTREAM_CONTROLLERS {
+            ControllerSelection::parse(name).unwrap();
+            ControllerSelection::parse(&format!("-{name}")).unwrap();
+            if !alias.is_empty() {
+                ControllerSelection::parse(alias).unwrap();
+            }
+        }
+        // Every controller rkube runs is an upstream one, under its upstream name and alias.
+        for c in CONTROLLERS {
+            assert_eq!(crate::known::canonical(c.name), Some(c.name));
+            assert_eq!(crate::known::canonical(c.alias), Some(c.name));
+        }
+        // Upstream's GenericControllerManagerConfigurationOptions.Validate text.
+        assert_eq!(
+            ControllerSelection::parse("*,nope").unwrap_err(),
+            r#""nope" is not in the list of known controllers"#
+        );
+        assert_eq!(
+            ControllerSelection::parse("-notacontroller").unwrap_err(),
+            r#""notacontroller" is not in the list of known controllers"#
+        );
     }
 }

@@ -33,6 +33,7 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
 
 mod fs;
+pub mod jws;
 pub mod kubeconfig;
 mod san;
 

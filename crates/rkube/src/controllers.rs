@@ -28,8 +28,9 @@ pub struct Setup {
 
 /// The manager's configuration, or `None` with `--disable-controller-manager`.
 /// The CA key is read from the data dir's PKI (upstream's
-/// `--cluster-signing-key-file`); the manager's client certificate is
-/// issued from the CA at every start.
+/// `--cluster-signing-key-file`), as is the service-account signing key
+/// (`--service-account-private-key-file`); the manager's client
+/// certificate is issued from the CA at every start.
 pub fn manager_config(
     args: &ServerArgs,
     pki: &ClusterPki,
@@ -43,6 +44,9 @@ pub fn manager_config(
         .map_err(|e| anyhow!("cannot issue the controller manager's client certificate: {e}"))?;
     let signing_ca = rkube_controllers::csr::SigningCa::from_pem(&pki.ca.cert_pem, &pki.ca.key_pem)
         .map_err(|e| anyhow!("{}: {e}", pki.files.ca_key.display()))?;
+    // Upstream's --service-account-private-key-file: the key the API server verifies with.
+    let sa_key = rkube_pki::jws::SigningKey::from_pkcs8_pem(&pki.service_account_key_pem)
+        .map_err(|e| anyhow!("{}: {e}", pki.files.service_account_key.display()))?;
     let config = ManagerConfig {
         endpoint: ApiEndpoint { url: local_url.to_string(), ca_pem: pki.ca.cert_pem.clone() },
         manager_cert_pem: manager.cert_pem,
@@ -55,6 +59,7 @@ pub fn manager_config(
             signing_ca: Some(Arc::new(signing_ca)),
             cluster_info_server: format!("https://{}", SocketAddr::new(advertise_address, args.https_port)),
             signing_duration: args.cluster_signing_duration,
+            service_account_key: Some(Arc::new(sa_key)),
         }),
     };
     Ok(Some(Setup { config, admin: pki.admin.clone() }))

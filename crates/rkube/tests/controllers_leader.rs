@@ -55,7 +55,7 @@ fn one_controller_manager_leads_and_another_takes_over_when_it_stops() {
         controllers: true,
         ..Default::default()
     });
-    wait_for("the second manager waiting", &second, || second.logs().contains("another manager is leader; waiting"));
+    wait_for("the second manager waiting", &second, || second.logs().contains("another candidate is leader; waiting"));
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(holder(&second), leader, "the lease moved while its holder renewed it");
     let transitions = lease(&second).unwrap()["spec"]["leaseTransitions"].as_i64().unwrap_or(0);

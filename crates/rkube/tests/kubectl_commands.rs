@@ -582,7 +582,12 @@ lastTimestamp: \"2024-01-01T00:00:00Z\"
             "QoS Class:",
             "BestEffort",
             "Tolerations:",
-            "Events:           <none>",
+            // The service-account token volume admission mounts widens
+            // the volume section's columns, as on a real cluster.
+            "/var/run/secrets/kubernetes.io/serviceaccount from kube-api-access-",
+            "TokenExpirationSeconds:  3607",
+            "ConfigMapName:           kube-root-ca.crt",
+            "Events:                      <none>",
         ] {
             assert!(out.contains(want), "{bin}: no {want:?} in\n{out}");
         }

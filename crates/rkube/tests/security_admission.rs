@@ -98,6 +98,40 @@ fn service_account_admission_mounts_the_token_volume() {
 
 /// Conformance: "LimitRange, resources" (defaults applied to a pod; a pod
 /// beyond the maximum is refused).
+/// Upstream's ServiceAccount admission looks the `default` account up
+/// live up to 10 times, 100–200 ms apart, while the ServiceAccount
+/// controller creates it: a pod sent together with its new namespace is
+/// admitted, with the token volume.
+#[test]
+fn a_pod_in_a_brand_new_namespace_waits_for_its_default_account() {
+    let s = TestServer::start();
+    let both = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: fresh\n---\n{}", pod("p", "fresh", ""));
+    let out = kubectl_stdin(&s, &["create", "-f", "-"], &both);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let p = get_json(&s, &["pod", "p", "-n", "fresh"]);
+    assert_eq!(p["spec"]["serviceAccountName"], "default");
+    let volume = p["spec"]["volumes"][0]["name"].as_str().unwrap_or("");
+    assert!(volume.starts_with("kube-api-access-"), "{p}");
+}
+
+/// Without the controller no `default` account ever appears: after its
+/// retries, admission refuses the pod with upstream's message.
+#[test]
+fn a_pod_without_its_default_account_is_refused() {
+    let s = TestServer::start_with(support::TestServerOptions {
+        extra_args: vec!["--disable-controller-manager".into()],
+        ..Default::default()
+    });
+    let started = std::time::Instant::now();
+    assert_eq!(
+        refused(&s, &pod("p", "default", "")),
+        "Error from server (Forbidden): error when creating \"STDIN\": pods \"p\" is forbidden: \
+         error looking up service account default/default: serviceaccount \"default\" not found"
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900), "nine pauses of 100–200 ms");
+    assert!(!s.kubectl(&["get", "pod", "p"]).status.success());
+}
+
 #[test]
 fn limit_ranges_default_and_bound_resources() {
     let s = TestServer::start();

@@ -3,6 +3,7 @@
 //! line, with the stages, levels and fields upstream writes
 //! (`k8s.io/apiserver/pkg/endpoints/filters/audit.go`, `pkg/audit`).
 
+mod api_common;
 mod support;
 
 use std::path::Path;
@@ -245,4 +246,101 @@ fn impersonated_requests_name_both_users() {
     assert_eq!(events[1]["impersonatedUser"]["groups"], json!(["devs", "system:authenticated"]));
     assert_eq!(events[1]["responseStatus"]["code"], 403);
     assert_eq!(events[1]["responseStatus"]["reason"], "Forbidden");
+}
+
+/// A TLS client that trusts the cluster CA and presents no certificate.
+fn anonymous_tls(server: &TestServer) -> std::sync::Arc<rustls::ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    let ca = std::fs::read(server.tls_dir().join("ca.crt")).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(rustls::pki_types::CertificateDer::from_pem_slice(&ca).unwrap()).unwrap();
+    let config =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    std::sync::Arc::new(config)
+}
+
+/// As upstream's WithFailedAuthenticationAudit: a 401 is audited with one
+/// `ResponseStarted` event that has no user and names the credentials
+/// tried; the response carries the Audit-Id the event has.
+#[test]
+fn failed_authentications_are_audited_without_a_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, log) = start(dir.path());
+    let path = "/api/v1/namespaces/default/secrets/s-401";
+    let reply = api_common::request_with(
+        &server,
+        anonymous_tls(&server),
+        "GET",
+        path,
+        &[("Authorization", "Bearer forged.token.here")],
+        b"",
+    );
+    assert_eq!(reply.status, 401, "{}", reply.body);
+    let id = reply.header("audit-id").first().expect("an Audit-Id header on the 401").to_string();
+    wait_events(&log, 1, |e| e["auditID"] == id.as_str());
+    // Give a (wrong) second event time to show up.
+    std::thread::sleep(Duration::from_millis(300));
+    let events: Vec<Value> = read(&log).into_iter().filter(|e| e["auditID"] == id.as_str()).collect();
+    assert_eq!(stages(&events), ["ResponseStarted"], "{events:?}");
+    let e = &events[0];
+    assert_eq!(e["level"], "Metadata");
+    assert_eq!(e["user"], json!({}));
+    assert_eq!(e["verb"], "get");
+    assert_eq!(e["requestURI"], path);
+    assert_eq!(
+        e["objectRef"],
+        json!({"resource": "secrets", "namespace": "default", "name": "s-401", "apiVersion": "v1"})
+    );
+    assert_eq!(
+        e["responseStatus"],
+        json!({"metadata": {}, "message": "Authentication failed, attempted: bearer", "code": 401})
+    );
+    // Unaudited paths refused at authentication are not logged, but have an ID.
+    let health = api_common::request_with(
+        &server,
+        anonymous_tls(&server),
+        "GET",
+        "/healthz",
+        &[("Authorization", "Bearer forged")],
+        b"",
+    );
+    assert_eq!(health.status, 401);
+    assert_eq!(health.header("audit-id").len(), 1);
+}
+
+/// A refused impersonation is audited (upstream's WithImpersonation runs
+/// inside WithAudit): the requestor as the user, no impersonated user,
+/// the 403 with upstream's message.
+#[test]
+fn refused_impersonations_are_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, log) = start(dir.path());
+    let bob = support::user_tls_config(&server.tls_dir(), "bob", Some("devs")).unwrap();
+    let reply = api_common::request_with(
+        &server,
+        bob,
+        "GET",
+        "/api/v1/namespaces/default/secrets/s-imp2",
+        &[("Impersonate-User", "jane")],
+        b"",
+    );
+    assert_eq!(reply.status, 403, "{}", reply.body);
+    let id = reply.header("audit-id").first().expect("an Audit-Id header").to_string();
+    let message = r#"users "jane" is forbidden: User "bob" cannot impersonate resource "users" in API group "" at the cluster scope"#;
+    assert_eq!(reply.json()["message"], message);
+    let events = wait_events(&log, 2, |e| e["auditID"] == id.as_str());
+    assert_eq!(stages(&events), ["RequestReceived", "ResponseComplete"]);
+    for e in &events {
+        assert_eq!(e["user"]["username"], "bob");
+        assert_eq!(e["user"]["groups"], json!(["devs", "system:authenticated"]));
+        assert!(e.get("impersonatedUser").is_none(), "{e}");
+        assert_eq!(e["objectRef"]["name"], "s-imp2");
+    }
+    assert_eq!(events[1]["responseStatus"]["code"], 403);
+    assert_eq!(events[1]["responseStatus"]["reason"], "Forbidden");
+    assert_eq!(events[1]["responseStatus"]["message"], message);
 }

@@ -282,3 +282,25 @@ fn an_invalid_config_stops_the_start_naming_the_field() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("the kms provider is not supported"));
 }
+
+/// Upstream: without `--encryption-provider-config` the identity
+/// transformer reads every value and refuses encrypted ones with its own
+/// message (a 500), not a decoding error.
+#[test]
+fn without_a_config_encrypted_secrets_fail_with_identitys_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut server = start(&data, &config(&[("secrets", aescbc(&[("key1", KEY1)]))]));
+    ok(&server, &["create", "secret", "generic", "s", "--from-literal=password=sealed"]);
+    server.stop();
+    let server = TestServer::start_with(TestServerOptions { data_dir: Some(data.clone()), ..Default::default() });
+    let out = server.kubectl(&["get", "secret", "s"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Error from server (InternalError): Internal error occurred: identity transformer tried to read encrypted data"
+    );
+    // Other resources read and write as usual.
+    ok(&server, &["create", "configmap", "c", "--from-literal=k=v"]);
+    assert_eq!(prefix_of(&stored(&data, "/registry/configmaps/default/c"), 1), "{");
+}

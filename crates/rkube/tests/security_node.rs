@@ -79,10 +79,6 @@ metadata: {name: app}
 ---
 apiVersion: v1
 kind: ServiceAccount
-metadata: {name: default, namespace: app}
----
-apiVersion: v1
-kind: ServiceAccount
 metadata: {name: web-sa, namespace: app}
 ---
 apiVersion: v1
@@ -151,9 +147,15 @@ fn a_kubelet_reads_only_its_pods_objects() {
         &as_node(&s, &n1, &["get", "secrets", "-n", "app"]),
         r#"secrets is forbidden: User "system:node:n1" cannot list resource "secrets" in API group "" in the namespace "app": No Object name found"#,
     );
-    // Tokens only for its pods' service accounts.
+    // Tokens only for its pods' service accounts: the authorizer lets
+    // web-sa through, and NodeRestriction judges the request (see
+    // a_kubelet_evicts_and_gets_tokens_only_for_its_own_pods).
     let r = as_node(&s, &n1, &["create", "token", "web-sa", "-n", "app"]);
-    assert!(r.0, "{}", r.2);
+    assert!(
+        r.2.contains(r#"serviceaccounts "web-sa" is forbidden: node requested token not bound to a pod"#),
+        "{}",
+        r.2
+    );
     let r = as_node(&s, &n1, &["create", "token", "db-sa", "-n", "app"]);
     assert!(!r.0);
     assert!(
@@ -267,4 +269,97 @@ fn a_kubelet_writes_only_its_own_node_lease_and_pods() {
     );
     api_common::ok(&s, &["get", "lease", "n1", "-n", "kube-node-lease"]);
     api_common::fails(&s, &["get", "lease", "n2", "-n", "kube-node-lease"]);
+}
+
+/// kubectl create token's refusal (it words errors itself).
+fn refused_token(r: &(bool, String, String), message: &str) {
+    assert!(!r.0, "should be refused: {}", r.1);
+    assert!(r.2.contains(&format!("error: failed to create token: {message}")), "want {message}\ngot {}", r.2);
+}
+
+/// NodeRestriction on the subresources admission sees as CREATE
+/// (upstream 1.33 `admitPodEviction`, `admitServiceAccount`): a kubelet
+/// evicts only pods bound to its node, and gets service-account tokens
+/// only bound (by name and uid) to a pod on its node.
+#[test]
+fn a_kubelet_evicts_and_gets_tokens_only_for_its_own_pods() {
+    let s = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    api_common::apply(&s, OBJECTS);
+    // web-sa also runs a pod on n2: the Node authorizer lets n1 ask for
+    // web-sa tokens, NodeRestriction decides which. web3 (on n1) mounts the
+    // token volume admission adds, so it uses the API audience.
+    api_common::apply(
+        &s,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web2, namespace: app}\nspec:\n  nodeName: n2\n  serviceAccountName: web-sa\n  automountServiceAccountToken: false\n  containers: [{name: c, image: busybox}]\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: web3, namespace: app}\nspec:\n  nodeName: n1\n  serviceAccountName: web-sa\n  containers: [{name: c, image: busybox}]\n",
+    );
+    let n1 = kubelet_kubeconfig(&s, dir.path(), "n1");
+    let uid = |pod: &str| {
+        api_common::ok(&s, &["get", "pod", pod, "-n", "app", "-o", "jsonpath={.metadata.uid}"]).trim().to_string()
+    };
+    let (web, web2, web3) = (uid("web"), uid("web2"), uid("web3"));
+    let token_args = |pod: &str, uid: &str| -> Vec<String> {
+        ["create", "token", "web-sa", "-n", "app", "--bound-object-kind", "Pod", "--bound-object-name", pod]
+            .iter()
+            .map(|a| a.to_string())
+            .chain(["--bound-object-uid".to_string(), uid.to_string()])
+            .collect()
+    };
+    let token = |pod: &str, uid: &str| {
+        let args = token_args(pod, uid);
+        as_node(&s, &n1, &args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    // Once the Node authorizer's graph has the pods, a token bound to n1's pod.
+    let args = token_args("web3", &web3);
+    let r = settle(&s, &n1, &args.iter().map(String::as_str).collect::<Vec<_>>(), true);
+    assert!(r.0, "{}", r.2);
+    assert_eq!(r.1.trim().split('.').count(), 3, "a JWT: {}", r.1);
+    refused_token(
+        &as_node(&s, &n1, &["create", "token", "web-sa", "-n", "app"]),
+        r#"serviceaccounts "web-sa" is forbidden: node requested token not bound to a pod"#,
+    );
+    refused_token(
+        &token("web2", &web2),
+        r#"serviceaccounts "web-sa" is forbidden: node requested token bound to a pod scheduled on a different node"#,
+    );
+    // ServiceAccountNodeAudienceRestriction: only audiences the pod uses
+    // (web mounts no token volume, so not even the API audience).
+    refused_token(
+        &token("web", &web),
+        r#"serviceaccounts "web-sa" is forbidden: audience "" not found in pod spec volume, system:node:n1 is not authorized to request tokens for this audience"#,
+    );
+    let mut two = token_args("web3", &web3);
+    two.extend(["--audience", "a", "--audience", "b"].map(String::from));
+    refused_token(
+        &as_node(&s, &n1, &two.iter().map(String::as_str).collect::<Vec<_>>()),
+        r#"serviceaccounts "web-sa" is forbidden: node may only request 0 or 1 audiences"#,
+    );
+    refused_token(
+        &token("web", "0000"),
+        r#"serviceaccounts "web-sa" is forbidden: the UID in the bound object reference (0000) does not match the UID in record. The object might have been deleted and then recreated"#,
+    );
+    // The admin is not a node: an unbound token is fine.
+    api_common::ok(&s, &["create", "token", "web-sa", "-n", "app"]);
+
+    // Evictions (POST pods/<name>/eviction, as kubectl drain sends them).
+    let evict = |pod: &str| {
+        let path = dir.path().join(format!("evict-{pod}.json"));
+        let body = format!(
+            r#"{{"apiVersion":"policy/v1","kind":"Eviction","metadata":{{"name":"{pod}","namespace":"app"}}}}"#
+        );
+        std::fs::write(&path, body).unwrap();
+        let url = format!("/api/v1/namespaces/app/pods/{pod}/eviction");
+        as_node(&s, &n1, &["create", "--raw", &url, "-f", path.to_str().unwrap()])
+    };
+    forbidden(&evict("db"), r#"pods "db" is forbidden: node n1 can only evict pods with spec.nodeName set to itself"#);
+    let r = evict("web");
+    assert!(r.0, "{}", r.2);
+    assert!(r.1.contains(r#""status":"Success""#), "{}", r.1);
+    // A pod bound to a node is deleted gracefully: it is terminating.
+    let deleting =
+        api_common::ok(&s, &["get", "pod", "web", "-n", "app", "-o", "jsonpath={.metadata.deletionTimestamp}"]);
+    assert!(!deleting.trim().is_empty(), "web is being deleted");
+    let db = api_common::ok(&s, &["get", "pod", "db", "-n", "app", "-o", "jsonpath={.metadata.deletionTimestamp}"]);
+    assert!(db.trim().is_empty(), "db stays");
 }

@@ -402,6 +402,17 @@ fn failure_policy_decides_when_the_webhook_is_down_or_slow() {
         String::from_utf8_lossy(&out.stderr)
             .contains("tls: failed to verify certificate: x509: certificate signed by unknown authority")
     });
+    // A webhook Service that does not exist fails at the call, as
+    // upstream's service resolver runs when the client dials.
+    ok(&s, &["delete", "validatingwebhookconfiguration", "untrusted"]);
+    let by_service = validating_config("nosvc", "X", &w.ca_bundle(), "Fail", 10)
+        .replace("    url: X\n", "    service: {namespace: default, name: missing-hook, path: /validate}\n");
+    apply(&s, &by_service);
+    let want = r#"Internal error occurred: failed calling webhook "nosvc.rkube.test": failed to call webhook: Post "https://missing-hook.default.svc:443/validate?timeout=10s": service "missing-hook" not found"#;
+    eventually("the webhook without a Service to fail", || {
+        let out = kubectl_stdin(&s, &["apply", "-f", "-"], &configmap("guarded", "c5", ""));
+        String::from_utf8_lossy(&out.stderr).contains(want)
+    });
 }
 
 /// Two mutating webhooks in one configuration: the stamper runs first and

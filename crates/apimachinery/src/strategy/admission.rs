@@ -242,9 +242,14 @@ fn validate_review_versions(versions: &[&str], require_recognized: bool, path: &
     errs
 }
 
-/// `validateMatchConditions`, the expressions compiled as CEL (shared with
-/// ValidatingAdmissionPolicy).
-pub(crate) fn validate_match_conditions(conditions: &[Value], path: &Path) -> ErrorList {
+/// The variables webhook matchConditions may use (upstream's webhook
+/// compiler: no `params`).
+pub(crate) const WEBHOOK_CONDITION_VARIABLES: [&str; 5] =
+    ["object", "oldObject", "request", "namespaceObject", "authorizer"];
+
+/// `validateMatchConditions`, the expressions compiled as CEL with only
+/// `vars` declared (shared with ValidatingAdmissionPolicy).
+pub(crate) fn validate_match_conditions(conditions: &[Value], path: &Path, vars: &[&str]) -> ErrorList {
     let mut errs = ErrorList::new();
     if conditions.len() as i64 > MAX_MATCH_CONDITIONS {
         errs.push(FieldError::too_many(path, conditions.len() as i64, MAX_MATCH_CONDITIONS));
@@ -256,7 +261,7 @@ pub(crate) fn validate_match_conditions(conditions: &[Value], path: &Path) -> Er
         if expression.is_empty() {
             errs.push(FieldError::required(&p.child("expression"), ""));
         } else {
-            errs.extend(validate_cel(expression, &p.child("expression")));
+            errs.extend(validate_cel_with(expression, &p.child("expression"), vars));
         }
         let name = str_of(c, "name");
         if name.is_empty() {
@@ -273,11 +278,11 @@ pub(crate) fn validate_match_conditions(conditions: &[Value], path: &Path) -> Er
     errs
 }
 
-/// A CEL expression that must compile: upstream's
-/// `convertCELErrorToValidationError` for a compile failure.
-pub(crate) fn validate_cel(expression: &str, path: &Path) -> ErrorList {
+/// A CEL expression that must compile with only `vars` declared:
+/// upstream's `convertCELErrorToValidationError` for a compile failure.
+pub(crate) fn validate_cel_with(expression: &str, path: &Path, vars: &[&str]) -> ErrorList {
     let mut errs = ErrorList::new();
-    if let Err(e) = crate::cel::Expression::compile(expression) {
+    if let Err(e) = crate::cel::Expression::compile_with_variables(expression, vars) {
         errs.push(FieldError::invalid(path, expression, &e));
     }
     errs
@@ -345,7 +350,8 @@ fn validate_webhook(hook: &Value, opts: Options, path: &Path) -> ErrorList {
     }
     if !opts.ignore_match_conditions {
         let conditions = hook.get("matchConditions").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-        errs.extend(validate_match_conditions(conditions, &path.child("matchConditions")));
+        let vars = &WEBHOOK_CONDITION_VARIABLES;
+        errs.extend(validate_match_conditions(conditions, &path.child("matchConditions"), vars));
     }
     errs
 }

@@ -9,8 +9,11 @@
 //!   resource rule;
 //! * match conditions, variables, validations and audit annotations are
 //!   well formed and their expressions compile as CEL ([`crate::cel`]:
-//!   syntax only — cel-go's type checks, such as `params` without a
-//!   `paramKind`, are not modelled).
+//!   syntax, every function called declared in Kubernetes' CEL environment
+//!   — quantity, url, ip/cidr, format, authorizer… — and every variable
+//!   one of `object`, `oldObject`, `request`, `namespaceObject`,
+//!   `variables`, `authorizer` and, with a `paramKind`, `params`; the rest
+//!   of cel-go's type checks, field and type errors, are not modelled).
 //!
 //! On update, match conditions are not checked again when unchanged.
 
@@ -18,7 +21,7 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
-use super::admission::{validate_cel, validate_match_conditions};
+use super::admission::{validate_cel_with, validate_match_conditions};
 use super::vap::{default_match_resources, validate_match_resources};
 use super::{generic, Generic, Strategy};
 use crate::errors::StatusCause;
@@ -129,8 +132,18 @@ fn validate_param_kind(pk: &Value, path: &Path) -> ErrorList {
     errs
 }
 
+/// The variables a policy's expressions may use (upstream's composited
+/// environment: `params` only with a `paramKind`).
+fn declared_variables(has_params: bool) -> Vec<&'static str> {
+    let mut vars = vec!["object", "oldObject", "request", "namespaceObject", "variables", "authorizer"];
+    if has_params {
+        vars.push("params");
+    }
+    vars
+}
+
 /// `validateVariable`.
-fn validate_variable(v: &Value, path: &Path) -> ErrorList {
+fn validate_variable(v: &Value, path: &Path, vars: &[&str]) -> ErrorList {
     let mut errs = ErrorList::new();
     let name = str_of(v, "name");
     if name.trim().is_empty() {
@@ -142,19 +155,19 @@ fn validate_variable(v: &Value, path: &Path) -> ErrorList {
     if expression.trim().is_empty() {
         errs.push(FieldError::required(&path.child("expression"), "expression is not specified"));
     } else {
-        errs.extend(validate_cel(expression, &path.child("expression")));
+        errs.extend(validate_cel_with(expression, &path.child("expression"), vars));
     }
     errs
 }
 
 /// `validateValidation`.
-fn validate_validation(v: &Value, path: &Path) -> ErrorList {
+fn validate_validation(v: &Value, path: &Path, vars: &[&str]) -> ErrorList {
     let mut errs = ErrorList::new();
     let expression = str_of(v, "expression");
     if expression.trim().is_empty() {
         errs.push(FieldError::required(&path.child("expression"), "expression is not specified"));
     } else {
-        errs.extend(validate_cel(expression, &path.child("expression")));
+        errs.extend(validate_cel_with(expression, &path.child("expression"), vars));
     }
     let message_expression = str_of(v, "messageExpression");
     if !message_expression.is_empty() && message_expression.trim().is_empty() {
@@ -164,7 +177,7 @@ fn validate_validation(v: &Value, path: &Path) -> ErrorList {
             "must be non-empty if specified",
         ));
     } else if !message_expression.trim().is_empty() {
-        errs.extend(validate_cel(message_expression, &path.child("messageExpression")));
+        errs.extend(validate_cel_with(message_expression, &path.child("messageExpression"), vars));
     }
     let message = str_of(v, "message");
     if !message.is_empty() && message.trim().is_empty() {
@@ -181,7 +194,7 @@ fn validate_validation(v: &Value, path: &Path) -> ErrorList {
 }
 
 /// `validateAuditAnnotation` for the policy named `name`.
-fn validate_audit_annotation(name: &str, a: &Value, path: &Path) -> ErrorList {
+fn validate_audit_annotation(name: &str, a: &Value, path: &Path, vars: &[&str]) -> ErrorList {
     let mut errs = ErrorList::new();
     let key = str_of(a, "key");
     if name.is_empty() {
@@ -199,7 +212,7 @@ fn validate_audit_annotation(name: &str, a: &Value, path: &Path) -> ErrorList {
         errs.push(FieldError::required(&vp, "valueExpression is not specified"));
     } else if trimmed.len() > MAX_VALUE_EXPRESSION {
         errs.push(FieldError::required(&vp, &format!("must not exceed {MAX_VALUE_EXPRESSION} bytes in length")));
-    } else if let Err(e) = crate::cel::Expression::compile(trimmed) {
+    } else if let Err(e) = crate::cel::Expression::compile_with_variables(trimmed, vars) {
         errs.push(FieldError::invalid(&vp, value, &e));
     }
     errs
@@ -219,9 +232,11 @@ pub fn validate_policy(obj: &Value, check_conditions: bool) -> ErrorList {
         }
         _ => {}
     }
-    if let Some(pk) = spec.get("paramKind").filter(|v| !v.is_null()) {
+    let param_kind = spec.get("paramKind").filter(|v| !v.is_null());
+    if let Some(pk) = param_kind {
         errs.extend(validate_param_kind(pk, &p.child("paramKind")));
     }
+    let vars = declared_variables(param_kind.is_some());
     match spec.get("matchConstraints").filter(|v| !v.is_null()) {
         None => errs.push(FieldError::required(&p.child("matchConstraints"), "")),
         Some(mc) => {
@@ -232,10 +247,10 @@ pub fn validate_policy(obj: &Value, check_conditions: bool) -> ErrorList {
         }
     }
     if check_conditions {
-        errs.extend(validate_match_conditions(list(spec, "matchConditions"), &p.child("matchConditions")));
+        errs.extend(validate_match_conditions(list(spec, "matchConditions"), &p.child("matchConditions"), &vars));
     }
     for (i, v) in list(spec, "variables").iter().enumerate() {
-        errs.extend(validate_variable(v, &p.child("variables").index(i)));
+        errs.extend(validate_variable(v, &p.child("variables").index(i), &vars));
     }
     let validations = list(spec, "validations");
     let annotations = list(spec, "auditAnnotations");
@@ -246,7 +261,7 @@ pub fn validate_policy(obj: &Value, check_conditions: bool) -> ErrorList {
         return errs;
     }
     for (i, v) in validations.iter().enumerate() {
-        errs.extend(validate_validation(v, &p.child("validations").index(i)));
+        errs.extend(validate_validation(v, &p.child("validations").index(i), &vars));
     }
     if annotations.len() > MAX_AUDIT_ANNOTATIONS {
         errs.push(FieldError::invalid(
@@ -259,7 +274,7 @@ pub fn validate_policy(obj: &Value, check_conditions: bool) -> ErrorList {
     let mut keys = HashSet::new();
     for (i, a) in annotations.iter().enumerate() {
         let ap = p.child("auditAnnotations").index(i);
-        errs.extend(validate_audit_annotation(name, a, &ap));
+        errs.extend(validate_audit_annotation(name, a, &ap, &vars));
         let key = str_of(a, "key");
         if !keys.insert(key) {
             errs.push(FieldError::duplicate(&ap.child("key"), key));
@@ -369,6 +384,27 @@ mod tests {
                 "spec.auditAnnotations[1].key: Duplicate value: \"k\"",
             ],
             "{got:#?}"
+        );
+    }
+
+    #[test]
+    fn kubernetes_cel_libraries_compile_and_unknown_functions_do_not() {
+        let ok = policy(json!({"matchConstraints": rules(), "validations": [
+            {"expression": "quantity(object.spec.template.spec.containers[0].resources.limits.memory).isLessThan(quantity('1Gi'))"},
+            {"expression": "isURL(object.metadata.annotations['docs'])"},
+            {"expression": "authorizer.group('apps').resource('deployments').check('create').allowed()"},
+            {"expression": "authorizer.requestResource.check('update').allowed()"},
+        ]}));
+        assert!(Policy::new().validate_create(&ok).is_empty(), "{:?}", cause_texts(Policy::new().validate_create(&ok)));
+        let no_params = policy(json!({"matchConstraints": rules(), "validations": [{"expression": "params.x == 1"}]}));
+        assert_eq!(
+            cause_texts(Policy::new().validate_create(&no_params)),
+            vec!["spec.validations[0].expression: Invalid value: \"params.x == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')\n | params.x == 1\n | ^"]
+        );
+        let bad = policy(json!({"matchConstraints": rules(), "validations": [{"expression": "quantityx('1') == 1"}]}));
+        assert_eq!(
+            cause_texts(Policy::new().validate_create(&bad)),
+            vec!["spec.validations[0].expression: Invalid value: \"quantityx('1') == 1\": compilation failed: ERROR: <input>:1:10: undeclared reference to 'quantityx' (in container '')\n | quantityx('1') == 1\n | .........^"]
         );
     }
 

@@ -239,6 +239,27 @@ impl RequestAdmission {
         self.annotations.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Both phases of a CREATE of a subresource that is answered rather
+    /// than stored (`pods/eviction`, `serviceaccounts/token`): `name` is
+    /// the object the URL names (upstream's attributes take it from the
+    /// URL, not from the body). The mutating phase may change `object`.
+    pub async fn admit_subresource_create(&self, object: &mut Value, name: &str) -> Result<(), ApiError> {
+        self.mutate_create(object, name).await?;
+        self.validate_create(object, name).await
+    }
+
+    /// The mutating phase of such a CREATE (see [`Self::admit_subresource_create`]).
+    pub async fn mutate_create(&self, object: &mut Value, name: &str) -> Result<(), ApiError> {
+        let attrs = self.attributes(Operation::Create, name, None);
+        self.chain.admit(&attrs, Some(object)).await
+    }
+
+    /// The validating phase of such a CREATE (see [`Self::admit_subresource_create`]).
+    pub async fn validate_create(&self, object: &Value, name: &str) -> Result<(), ApiError> {
+        let attrs = self.attributes(Operation::Create, name, None);
+        self.chain.validate(&attrs, Some(object)).await
+    }
+
     fn attributes<'a>(&'a self, operation: Operation, name: &'a str, old: Option<&'a Value>) -> Attributes<'a> {
         Attributes {
             operation,

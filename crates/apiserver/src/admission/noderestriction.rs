@@ -3,8 +3,14 @@
 //! the kubelet's own node — its Node object (without touching taints,
 //! `configSource` or labels outside the kubelet's set), its Lease in
 //! `kube-node-lease`, mirror pods bound to it, the status and evictions of
-//! pods bound to it, and tokens bound to its pods. Refusals are 403
+//! pods bound to it (a CREATE of `pods/eviction`), and tokens (a CREATE of
+//! `serviceaccounts/token`) bound by name and uid to its pods, for at most
+//! one audience that pod uses or the node may request
+//! (ServiceAccountNodeAudienceRestriction, on in 1.33). Refusals are 403
 //! `<resource> "<name>" is forbidden: <reason>`.
+//!
+//! Not here: in-tree volumes migrated to CSI drivers when looking for a
+//! pod's token audiences.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -40,14 +46,36 @@ const KUBELET_LABELS: [&str; 11] = [
 const KUBELET_LABEL_NAMESPACES: [&str; 2] = ["kubelet.kubernetes.io", "node.kubernetes.io"];
 
 /// The NodeRestriction plugin.
+#[derive(Default)]
 pub struct NodeRestriction {
     pods: Option<Arc<ResourceStore>>,
+    claims: Option<Arc<ResourceStore>>,
+    volumes: Option<Arc<ResourceStore>>,
+    csi_drivers: Option<Arc<ResourceStore>>,
+    authorizer: Option<Arc<crate::authz::ServerAuthorizer>>,
 }
 
+/// The verb that lets a node ask for tokens of an audience its pod does
+/// not use (upstream's ServiceAccountNodeAudienceRestriction).
+pub const TOKEN_AUDIENCE_VERB: &str = "request-serviceaccounts-token-audience";
+
 impl NodeRestriction {
-    /// The plugin, reading pods from `stores`.
+    /// The plugin, reading pods, claims, volumes and CSI drivers from `stores`.
     pub fn new(stores: &Stores) -> NodeRestriction {
-        NodeRestriction { pods: stores.get(&("", "v1", "pods")).cloned() }
+        let store = |g: &'static str, p: &'static str| stores.get(&(g, "v1", p)).cloned();
+        NodeRestriction {
+            pods: store("", "pods"),
+            claims: store("", "persistentvolumeclaims"),
+            volumes: store("", "persistentvolumes"),
+            csi_drivers: store("storage.k8s.io", "csidrivers"),
+            authorizer: None,
+        }
+    }
+
+    /// With the server's authorizer (asked for [`TOKEN_AUDIENCE_VERB`]).
+    pub fn with_authorizer(mut self, authorizer: Arc<crate::authz::ServerAuthorizer>) -> NodeRestriction {
+        self.authorizer = Some(authorizer);
+        self
     }
 
     async fn pod(&self, namespace: &str, name: &str) -> Result<Value, ApiError> {
@@ -204,7 +232,7 @@ impl NodeRestriction {
                 Ok(())
             }
             ("status", op) => Err(forbidden(attrs, attrs.name, format!("unexpected operation \"{}\"", op.as_str()))),
-            ("eviction", _) => {
+            ("eviction", Operation::Create) => {
                 let pod_name = if attrs.name.is_empty() { object.map(meta::name).unwrap_or("") } else { attrs.name };
                 if pod_name.is_empty() {
                     return Err(forbidden(attrs, "", "could not determine pod from request data".into()));
@@ -219,6 +247,7 @@ impl NodeRestriction {
                 }
                 Ok(())
             }
+            ("eviction", op) => Err(forbidden(attrs, attrs.name, format!("unexpected operation {}", op.as_str()))),
             (sub, _) => Err(forbidden(
                 attrs,
                 attrs.name,
@@ -289,6 +318,136 @@ impl NodeRestriction {
         Ok(())
     }
 
+    /// A kubelet's TokenRequest (CREATE of `serviceaccounts/token`) must
+    /// be bound to an existing pod (by name and uid) on its own node.
+    async fn admit_token_request(
+        &self,
+        node: &str,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        if attrs.operation != Operation::Create || attrs.subresource != "token" {
+            return Ok(());
+        }
+        let fail = |reason: String| Err(forbidden(attrs, attrs.name, reason));
+        let bound = object.and_then(|o| o.pointer("/spec/boundObjectRef")).filter(|r| r.is_object());
+        let field = |k: &str| bound.and_then(|r| r.get(k)).and_then(Value::as_str).unwrap_or("");
+        if bound.is_none() || field("apiVersion") != "v1" || field("kind") != "Pod" || field("name").is_empty() {
+            return fail("node requested token not bound to a pod".into());
+        }
+        let uid = field("uid");
+        if uid.is_empty() {
+            return fail("node requested token with a pod binding without a uid".into());
+        }
+        let pod = self.pod(attrs.namespace, field("name")).await?;
+        if meta::uid(&pod) != uid {
+            return fail(format!(
+                "the UID in the bound object reference ({uid}) does not match the UID in record. The object might have been deleted and then recreated"
+            ));
+        }
+        if node_of(&pod) != node {
+            return fail("node requested token bound to a pod scheduled on a different node".into());
+        }
+        self.check_token_audience(attrs, object, &pod).await
+    }
+
+    /// ServiceAccountNodeAudienceRestriction (on in 1.33): at most one
+    /// audience, which the pod uses (a projected token volume for it, `""`
+    /// matching the API audience of an unset one, or a CSI driver of its
+    /// volumes requesting tokens for it), or which the node may request
+    /// ([`TOKEN_AUDIENCE_VERB`] on the audience as resource).
+    async fn check_token_audience(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+        pod: &Value,
+    ) -> Result<(), ApiError> {
+        let audiences: Vec<&str> = object
+            .and_then(|o| o.pointer("/spec/audiences"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(|v| v.as_str().unwrap_or("")).collect())
+            .unwrap_or_default();
+        if audiences.len() > 1 {
+            return Err(forbidden(attrs, attrs.name, "node may only request 0 or 1 audiences".into()));
+        }
+        let audience = audiences.first().copied().unwrap_or("");
+        if self.pod_uses_audience(pod, audience).await? {
+            return Ok(());
+        }
+        let allowed = self.authorizer.as_ref().is_some_and(|authz| {
+            let check = crate::authz::Attributes {
+                user: attrs.user.clone(),
+                verb: TOKEN_AUDIENCE_VERB.into(),
+                resource_request: true,
+                namespace: attrs.namespace.to_string(),
+                resource: audience.to_string(),
+                name: attrs.name.to_string(),
+                ..Default::default()
+            };
+            crate::authz::Authorizer::authorize(authz.as_ref(), &check).0 == crate::authz::Decision::Allow
+        });
+        if allowed {
+            return Ok(());
+        }
+        Err(forbidden(
+            attrs,
+            attrs.name,
+            format!(
+                "audience \"{audience}\" not found in pod spec volume, {} is not authorized to request tokens for this audience",
+                attrs.user.name
+            ),
+        ))
+    }
+
+    /// Whether a volume of `pod` asks for tokens of `audience`.
+    async fn pod_uses_audience(&self, pod: &Value, audience: &str) -> Result<bool, ApiError> {
+        let volumes = pod.pointer("/spec/volumes").and_then(Value::as_array).cloned().unwrap_or_default();
+        for v in &volumes {
+            let sources = v.pointer("/projected/sources").and_then(Value::as_array).into_iter().flatten();
+            let projected = sources
+                .filter_map(|s| s.get("serviceAccountToken"))
+                .any(|t| t.get("audience").and_then(Value::as_str).unwrap_or("") == audience);
+            if projected {
+                return Ok(true);
+            }
+            let driver = match v.pointer("/csi/driver").and_then(Value::as_str) {
+                Some(d) => Some(d.to_string()),
+                None => {
+                    let claim = match v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) {
+                        Some(c) => Some(c.to_string()),
+                        None if v.pointer("/ephemeral/volumeClaimTemplate").is_some() => {
+                            Some(format!("{}-{}", meta::name(pod), v.get("name").and_then(Value::as_str).unwrap_or("")))
+                        }
+                        None => None,
+                    };
+                    match claim {
+                        Some(c) => self.claim_driver(meta::namespace(pod), &c).await?,
+                        None => None,
+                    }
+                }
+            };
+            let Some(driver) = driver else { continue };
+            let Some(store) = &self.csi_drivers else { continue };
+            let Some(csi) = super::builtin::lookup(store, "", &driver).await? else { continue };
+            let requests = csi.pointer("/spec/tokenRequests").and_then(Value::as_array).into_iter().flatten();
+            if requests.into_iter().any(|r| r.get("audience").and_then(Value::as_str).unwrap_or("") == audience) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The CSI driver of the volume a claim is bound to.
+    async fn claim_driver(&self, namespace: &str, claim: &str) -> Result<Option<String>, ApiError> {
+        let (Some(claims), Some(volumes)) = (&self.claims, &self.volumes) else { return Ok(None) };
+        let Some(pvc) = super::builtin::lookup(claims, namespace, claim).await? else { return Ok(None) };
+        let Some(pv_name) = pvc.pointer("/spec/volumeName").and_then(Value::as_str).filter(|n| !n.is_empty()) else {
+            return Ok(None);
+        };
+        let Some(pv) = super::builtin::lookup(volumes, "", pv_name).await? else { return Ok(None) };
+        Ok(pv.pointer("/spec/csi/driver").and_then(Value::as_str).map(str::to_string))
+    }
+
     fn admit_lease(node: &str, attrs: &Attributes<'_>, object: Option<&Value>) -> Result<(), ApiError> {
         let name = if attrs.operation == Operation::Create { object.map(meta::name).unwrap_or("") } else { attrs.name };
         if attrs.namespace != NODE_LEASE_NAMESPACE {
@@ -321,6 +480,7 @@ impl NodeRestriction {
             ("", "pods") => self.admit_pod(node, attrs, object).await,
             ("", "nodes") => Self::admit_node(node, attrs, object),
             ("coordination.k8s.io", "leases") => Self::admit_lease(node, attrs, object),
+            ("", "serviceaccounts") => self.admit_token_request(node, attrs, object).await,
             _ => Ok(()),
         }
     }
@@ -372,7 +532,7 @@ mod tests {
             dry_run: false,
             request: &request,
         };
-        let plugin = NodeRestriction { pods: None };
+        let plugin = NodeRestriction::default();
         let mut obj = new;
         plugin.admit(&attrs, Some(&mut obj)).await.map_err(|e| e.to_string())
     }
@@ -415,6 +575,38 @@ mod tests {
         assert_eq!(
             admit("pods", "", Operation::Create, "default", "", mirror, None).await,
             Err(r#"pods "p" is forbidden: node "n1" can not create pods that reference secrets"#.into())
+        );
+    }
+
+    #[tokio::test]
+    async fn kubelet_tokens_must_be_bound_to_a_pod_with_a_uid() {
+        let info = Registry::builtin().lookup("", "v1", "serviceaccounts").unwrap().clone();
+        let request = RequestAdmission::new(Arc::new(Chain::default()), kubelet(), info.clone(), "token", "app", false);
+        let attrs = Attributes {
+            operation: Operation::Create,
+            user: &request.user,
+            resource: &info,
+            subresource: "token",
+            namespace: "app",
+            name: "sa",
+            old_object: None,
+            dry_run: false,
+            request: &request,
+        };
+        let plugin = NodeRestriction::default();
+        let run = |tr: Value| {
+            let (plugin, attrs) = (&plugin, &attrs);
+            async move { plugin.admit_token_request("n1", attrs, Some(&tr)).await.map_err(|e| e.to_string()) }
+        };
+        let unbound = Err(r#"serviceaccounts "sa" is forbidden: node requested token not bound to a pod"#.to_string());
+        assert_eq!(run(json!({"spec": {}})).await, unbound);
+        let secret =
+            json!({"spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Secret", "name": "s", "uid": "u"}}});
+        assert_eq!(run(secret).await, unbound);
+        let no_uid = json!({"spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "p"}}});
+        assert_eq!(
+            run(no_uid).await,
+            Err(r#"serviceaccounts "sa" is forbidden: node requested token with a pod binding without a uid"#.into())
         );
     }
 

@@ -31,11 +31,8 @@ pub fn default_chain(stores: &Stores, authorizer: &Arc<crate::authz::ServerAutho
         Arc::new(super::certificates::CsrRequester),
         // NamespaceLifecycle runs in the handlers.
         Arc::new(super::limitranger::LimitRanger::new(builtin::store(stores, "", "v1", "limitranges"))),
-        Arc::new(super::serviceaccount::ServiceAccount::new(
-            builtin::store(stores, "", "v1", "serviceaccounts"),
-            super::serviceaccount::REQUIRE_DEFAULT_SERVICE_ACCOUNT,
-        )),
-        Arc::new(super::noderestriction::NodeRestriction::new(stores)),
+        Arc::new(super::serviceaccount::ServiceAccount::new(builtin::store(stores, "", "v1", "serviceaccounts"))),
+        Arc::new(super::noderestriction::NodeRestriction::new(stores).with_authorizer(authorizer.clone())),
         Arc::new(super::taints::TaintNodesByCondition),
         Arc::new(super::podsecurity::PodSecurity::new(
             builtin::store(stores, "", "v1", "namespaces"),

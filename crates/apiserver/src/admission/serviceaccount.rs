@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use rkube_apimachinery::{validation, ApiError};
 use serde_json::{json, Value};
 
-use super::builtin::{forbidden, lookup};
+use super::builtin::forbidden;
 use super::{Attributes, Operation, Plugin};
 use crate::storage::ResourceStore;
 
@@ -34,57 +34,50 @@ pub const TOKEN_EXPIRATION_SECONDS: i64 = 3607;
 /// The annotation marking a mirror pod.
 const MIRROR_POD_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
-/// TEMPORARY (until the ServiceAccount controller creates `default` in
-/// every namespace): whether a missing `default` account refuses the pod,
-/// as upstream does. While `false`, a pod naming no account (or `default`)
-/// in a namespace without one is admitted without the token volume; any
-/// other missing account is refused as upstream.
-pub const REQUIRE_DEFAULT_SERVICE_ACCOUNT: bool = false;
+/// How many live lookups of the `default` account admission makes after
+/// missing it in the cache (upstream's `MaxRetry`): the ServiceAccount
+/// controller creates it right after the namespace.
+pub const DEFAULT_ACCOUNT_ATTEMPTS: usize = 10;
 
 /// The ServiceAccount plugin over the ServiceAccount store.
 pub struct ServiceAccount {
     accounts: Option<Arc<ResourceStore>>,
-    require_default: bool,
 }
 
 impl ServiceAccount {
-    /// The plugin, reading accounts from `accounts`; `require_default`:
-    /// see [`REQUIRE_DEFAULT_SERVICE_ACCOUNT`].
-    pub fn new(accounts: Option<Arc<ResourceStore>>, require_default: bool) -> ServiceAccount {
-        ServiceAccount { accounts, require_default }
+    /// The plugin, reading accounts from `accounts` (`None`: a server
+    /// without ServiceAccounts, where pods are admitted unchanged).
+    pub fn new(accounts: Option<Arc<ResourceStore>>) -> ServiceAccount {
+        ServiceAccount { accounts }
     }
 
-    /// The pod's account; `Ok(None)` when it is missing but tolerated.
+    /// The pod's account, as upstream's `getServiceAccount`: the watch
+    /// cache, then live lookups — [`DEFAULT_ACCOUNT_ATTEMPTS`] for
+    /// `default`, 100–200 ms apart, one for any other. A missing account
+    /// is a 403 `error looking up service account <ns>/<name>:
+    /// serviceaccount "<name>" not found`. `Ok(None)`: no account store.
     async fn account(&self, attrs: &Attributes<'_>, pod: &Value, name: &str) -> Result<Option<Value>, ApiError> {
         let Some(store) = &self.accounts else { return Ok(None) };
         let ns = attrs.namespace;
-        let mut found = lookup(store, ns, name).await;
-        // The controller creates `default` right after the namespace: as
-        // upstream, look it up live up to 10 times, 100–200 ms apart.
-        if name == DEFAULT_SERVICE_ACCOUNT && self.require_default {
-            let pause = std::time::Duration::from_millis(100 + u64::from(rand_below_100()));
-            for _ in 1..10 {
-                if !matches!(found, Ok(None)) {
-                    break;
-                }
+        let failed =
+            |e: String| forbidden(attrs, Some(pod), format!("error looking up service account {ns}/{name}: {e}"));
+        if let Some(sa) = store.get_cached(ns, name) {
+            return Ok(Some(sa));
+        }
+        let attempts = if name == DEFAULT_SERVICE_ACCOUNT { DEFAULT_ACCOUNT_ATTEMPTS } else { 1 };
+        // One jittered interval for all attempts, as upstream.
+        let pause = std::time::Duration::from_millis(100 + u64::from(rand_below_100()));
+        for attempt in 0..attempts {
+            if attempt > 0 {
                 tokio::time::sleep(pause).await;
-                found = match store.get(ns, name, "").await {
-                    Ok(sa) => Ok(Some(sa)),
-                    Err(ApiError::NotFound { .. }) => Ok(None),
-                    Err(e) => Err(e),
-                };
+            }
+            match store.get(ns, name, "").await {
+                Ok(sa) => return Ok(Some(sa)),
+                Err(ApiError::NotFound { .. }) => {}
+                Err(e) => return Err(failed(e.to_string())),
             }
         }
-        match found {
-            Ok(Some(sa)) => Ok(Some(sa)),
-            Ok(None) if name == DEFAULT_SERVICE_ACCOUNT && !self.require_default => Ok(None),
-            Ok(None) => Err(forbidden(
-                attrs,
-                Some(pod),
-                format!("error looking up service account {ns}/{name}: serviceaccount \"{name}\" not found"),
-            )),
-            Err(e) => Err(forbidden(attrs, Some(pod), format!("error looking up service account {ns}/{name}: {e}"))),
-        }
+        Err(failed(format!("serviceaccount \"{name}\" not found")))
     }
 }
 

@@ -28,7 +28,7 @@ use super::policy::{Attributes, Level, RequestAuditConfig, Stage};
 use super::{AuditContext, Auditor, AUDIT_ID_HEADER};
 use crate::authn::UserInfo;
 use crate::rest::query::Query;
-use crate::rest::request::{self, Verb};
+use crate::rest::request::{self, RequestInfo, Verb};
 
 /// Bodies larger than this are passed on without being logged (the REST
 /// layer refuses them with 413 anyway).
@@ -38,11 +38,58 @@ const MAX_LOGGED_RESPONSE: usize = 64 * 1024 * 1024;
 /// Upstream's `maxUserAgentLength`.
 const MAX_USER_AGENT: usize = 1024;
 
-/// The middleware; `auditor` is `None` when auditing is off (requests
-/// still get an audit ID and the `Audit-Id` header, as upstream's
-/// `WithAuditInit`).
-pub async fn audit(State(auditor): State<Option<Arc<Auditor>>>, mut req: Request, next: Next) -> Response {
+/// When the request arrived (set by [`init`]; the audit layer's own start
+/// otherwise).
+#[derive(Clone, Copy)]
+struct Received(jiff::Timestamp);
+
+/// The outermost middleware (upstream's `WithAuditInit` with
+/// `WithFailedAuthenticationAudit`): every request gets an audit ID — the
+/// client's `Audit-ID` header or a new UUID — as the [`AuditContext`]
+/// extension and the `Audit-Id` response header, also when auditing is
+/// off (`auditor` `None`). A request that authentication refused (401,
+/// never reaching [`audit`]) is audited here with one `ResponseStarted`
+/// event: no user, the request's verb and object, and a response status
+/// naming the credentials tried (`Authentication failed, attempted:
+/// bearer, x509`) with code 401.
+pub async fn init(State(auditor): State<Option<Arc<Auditor>>>, mut req: Request, next: Next) -> Response {
     let received = jiff::Timestamp::now();
+    let ctx = attach_context(&mut req);
+    req.extensions_mut().insert(Received(received));
+    let Some(auditor) = auditor else { return with_audit_id(next.run(req).await, &ctx) };
+    // What the event would need, kept cheaply: it is built only on a 401.
+    let head = request_head(&req);
+    let resp = next.run(req).await;
+    if resp.status() == axum::http::StatusCode::UNAUTHORIZED && !ctx.entered() {
+        if let Some(failed) = FailedAuthentication::describe(&auditor, &head, &ctx, received) {
+            failed.write(&auditor);
+        }
+    }
+    with_audit_id(resp, &ctx)
+}
+
+/// The request without its body: method, URI, headers, and the peer's
+/// address and certificates.
+fn request_head(req: &Request) -> Request {
+    let mut head = Request::new(Body::empty());
+    *head.method_mut() = req.method().clone();
+    *head.uri_mut() = req.uri().clone();
+    *head.headers_mut() = req.headers().clone();
+    if let Some(peer) = req.extensions().get::<ConnectInfo<std::net::SocketAddr>>() {
+        head.extensions_mut().insert(*peer);
+    }
+    if let Some(certs) = req.extensions().get::<crate::tls::PeerCertificates>() {
+        head.extensions_mut().insert(certs.clone());
+    }
+    head
+}
+
+/// The request's [`AuditContext`]: the one [`init`] attached, else a new
+/// one (the audit layer used alone).
+fn attach_context(req: &mut Request) -> AuditContext {
+    if let Some(ctx) = req.extensions().get::<AuditContext>() {
+        return ctx.clone();
+    }
     let audit_id = req
         .headers()
         .get("audit-id")
@@ -53,74 +100,185 @@ pub async fn audit(State(auditor): State<Option<Arc<Auditor>>>, mut req: Request
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let ctx = AuditContext { inner: Default::default(), audit_id: audit_id.as_str().into() };
     req.extensions_mut().insert(ctx.clone());
-    let header_value = HeaderValue::from_str(&audit_id).ok();
-    let with_header = |mut resp: Response| {
-        if let Some(v) = header_value.clone() {
+    ctx
+}
+
+/// Sets the `Audit-Id` response header (once).
+fn with_audit_id(mut resp: Response, ctx: &AuditContext) -> Response {
+    if !resp.headers().contains_key(AUDIT_ID_HEADER) {
+        if let Ok(v) = HeaderValue::from_str(&ctx.audit_id) {
             resp.headers_mut().insert(AUDIT_ID_HEADER, v);
         }
-        resp
-    };
+    }
+    resp
+}
+
+/// What [`init`] needs to audit a failed authentication, taken before the
+/// request is handed on.
+struct FailedAuthentication {
+    event: Event,
+    rac: RequestAuditConfig,
+}
+
+impl FailedAuthentication {
+    /// The event to write should authentication fail (`None`: the policy
+    /// does not audit the request; upstream evaluates it without a user).
+    fn describe(auditor: &Auditor, req: &Request, ctx: &AuditContext, received: jiff::Timestamp) -> Option<Self> {
+        let described = Described::new(req);
+        let rac = described.evaluate(auditor, req, None);
+        if rac.level == Level::None {
+            return None;
+        }
+        let mut event = described.event(req, rac.level, ctx, received, EventUser::default());
+        event.response_status =
+            Some(ResponseStatus { message: attempted_methods(req), code: 401, ..Default::default() });
+        Some(FailedAuthentication { event, rac })
+    }
+
+    fn write(mut self, auditor: &Auditor) {
+        process(auditor, &self.rac, &mut self.event, Stage::ResponseStarted, None);
+    }
+}
+
+/// Upstream's `getAuthMethods`: which credentials the request carried.
+fn attempted_methods(req: &Request) -> String {
+    let mut methods = Vec::new();
+    let auth = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("").trim();
+    let (scheme, rest) = auth.split_once(' ').unwrap_or((auth, ""));
+    if scheme.eq_ignore_ascii_case("basic") && basic_auth(rest.trim()) {
+        methods.push("basic");
+    }
+    if scheme.eq_ignore_ascii_case("bearer") && auth.split(' ').count() > 1 {
+        methods.push("bearer");
+    }
+    let query = Query::parse(req.uri().query());
+    if query.get("access_token").is_some_and(|t| !t.trim().is_empty()) {
+        methods.push("access_token");
+    }
+    if req.extensions().get::<crate::tls::PeerCertificates>().is_some() {
+        methods.push("x509");
+    }
+    if methods.is_empty() {
+        "Authentication failed, no credentials provided".to_string()
+    } else {
+        format!("Authentication failed, attempted: {}", methods.join(", "))
+    }
+}
+
+/// Whether `credentials` is what Go's `Request.BasicAuth` accepts:
+/// base64 of `user:password`.
+fn basic_auth(credentials: &str) -> bool {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(credentials)
+        .is_ok_and(|decoded| String::from_utf8_lossy(&decoded).contains(':'))
+}
+
+/// The request as the policy and the events see it: upstream's
+/// `RequestInfo` and verb.
+struct Described {
+    info: Option<RequestInfo>,
+    verb: String,
+}
+
+impl Described {
+    fn new(req: &Request) -> Described {
+        let query = Query::parse(req.uri().query());
+        let mut info = request::parse(req.method(), req.uri().path(), &query);
+        if let Some(i) = info.as_mut() {
+            // Upstream's RequestInfo: `namespaces/<name>` is in namespace
+            // <name>; a list or watch selecting one metadata.name names it.
+            if i.group.is_empty() && i.resource == "namespaces" && !i.name.is_empty() {
+                i.namespace = i.name.clone();
+            }
+            if matches!(i.verb, Some(Verb::List | Verb::Watch)) && i.name.is_empty() {
+                if let Some(name) = exact_name(query.get("fieldSelector").unwrap_or("")) {
+                    i.name = name;
+                }
+            }
+        }
+        let verb = match info.as_ref().and_then(|i| i.verb) {
+            Some(v) => v.as_str().to_string(),
+            None => req.method().as_str().to_ascii_lowercase(),
+        };
+        Described { info, verb }
+    }
+
+    /// The policy's answer for `user` (`None`: not authenticated).
+    fn evaluate(&self, auditor: &Auditor, req: &Request, user: Option<&UserInfo>) -> RequestAuditConfig {
+        let empty = String::new();
+        let info = self.info.as_ref();
+        let attrs = Attributes {
+            user: user.map_or("", |u| u.name.as_str()),
+            groups: user.map_or(&[][..], |u| u.groups.as_slice()),
+            verb: &self.verb,
+            resource_request: info.is_some(),
+            api_group: info.map(|i| &i.group).unwrap_or(&empty),
+            resource: info.map(|i| &i.resource).unwrap_or(&empty),
+            subresource: info.map(|i| &i.subresource).unwrap_or(&empty),
+            namespace: info.map(|i| &i.namespace).unwrap_or(&empty),
+            name: info.map(|i| &i.name).unwrap_or(&empty),
+            path: req.uri().path(),
+        };
+        auditor.policy.evaluate(&attrs)
+    }
+
+    /// A `RequestReceived` event of the request.
+    fn event(
+        &self,
+        req: &Request,
+        level: Level,
+        ctx: &AuditContext,
+        received: jiff::Timestamp,
+        user: EventUser,
+    ) -> Event {
+        let mut ev = Event::new(level, ctx.audit_id.to_string(), received);
+        ev.request_uri = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+        ev.verb = self.verb.clone();
+        ev.user = user;
+        ev.source_ips = source_ips(req);
+        ev.user_agent = user_agent(req);
+        ev.object_ref = self.info.as_ref().map(|i| ObjectRef {
+            resource: i.resource.clone(),
+            namespace: i.namespace.clone(),
+            name: i.name.clone(),
+            api_group: i.group.clone(),
+            api_version: i.version.clone(),
+            subresource: i.subresource.clone(),
+            ..Default::default()
+        });
+        ev
+    }
+}
+
+/// The middleware after authentication (upstream's `WithAudit`); see the
+/// module docs. `auditor` is `None` when auditing is off (requests still
+/// get an audit ID and the `Audit-Id` header).
+pub async fn audit(State(auditor): State<Option<Arc<Auditor>>>, mut req: Request, next: Next) -> Response {
+    let received = req.extensions().get::<Received>().map_or_else(jiff::Timestamp::now, |r| r.0);
+    let ctx = attach_context(&mut req);
+    ctx.enter();
+    let with_header = |resp: Response| with_audit_id(resp, &ctx);
 
     let Some(auditor) = auditor else { return with_header(next.run(req).await) };
     // With impersonation the request carries the acting user and, beside
     // it, the one who authenticated: upstream audits (and evaluates the
     // policy for) the latter, with the former as `impersonatedUser`.
+    // (In the server, impersonation runs after this layer and records the
+    // acting user on the context; the extension covers callers that
+    // impersonated first.)
     let acting = req.extensions().get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
     let (user, impersonated) = match req.extensions().get::<crate::authn::impersonation::Requestor>() {
         Some(requestor) => (requestor.0.clone(), Some(acting)),
         None => (acting, None),
     };
-    let query = Query::parse(req.uri().query());
-    let mut info = request::parse(req.method(), req.uri().path(), &query);
-    if let Some(i) = info.as_mut() {
-        // Upstream's RequestInfo: `namespaces/<name>` is in namespace
-        // <name>; a list or watch selecting one metadata.name names it.
-        if i.group.is_empty() && i.resource == "namespaces" && !i.name.is_empty() {
-            i.namespace = i.name.clone();
-        }
-        if matches!(i.verb, Some(Verb::List | Verb::Watch)) && i.name.is_empty() {
-            if let Some(name) = exact_name(query.get("fieldSelector").unwrap_or("")) {
-                i.name = name;
-            }
-        }
-    }
-    let verb = match info.as_ref().and_then(|i| i.verb) {
-        Some(v) => v.as_str().to_string(),
-        None => req.method().as_str().to_ascii_lowercase(),
-    };
-    let empty = String::new();
-    let attrs = Attributes {
-        user: &user.name,
-        groups: &user.groups,
-        verb: &verb,
-        resource_request: info.is_some(),
-        api_group: info.as_ref().map(|i| &i.group).unwrap_or(&empty),
-        resource: info.as_ref().map(|i| &i.resource).unwrap_or(&empty),
-        subresource: info.as_ref().map(|i| &i.subresource).unwrap_or(&empty),
-        namespace: info.as_ref().map(|i| &i.namespace).unwrap_or(&empty),
-        name: info.as_ref().map(|i| &i.name).unwrap_or(&empty),
-        path: req.uri().path(),
-    };
-    let rac = auditor.policy.evaluate(&attrs);
+    let described = Described::new(&req);
+    let rac = described.evaluate(&auditor, &req, Some(&user));
     if rac.level == Level::None {
         return with_header(next.run(req).await);
     }
-
-    let mut ev = Event::new(rac.level, audit_id.clone(), received);
-    ev.request_uri = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
-    ev.verb = verb.clone();
-    ev.user = EventUser::from(&user);
-    ev.source_ips = source_ips(&req);
-    ev.user_agent = user_agent(&req);
-    ev.object_ref = info.as_ref().map(|i| ObjectRef {
-        resource: i.resource.clone(),
-        namespace: i.namespace.clone(),
-        name: i.name.clone(),
-        api_group: i.group.clone(),
-        api_version: i.version.clone(),
-        subresource: i.subresource.clone(),
-        ..Default::default()
-    });
+    let mut ev = described.event(&req, rac.level, &ctx, received, EventUser::from(&user));
+    let info = described.info;
     let long_running = crate::filters::classify(req.method(), req.uri().path(), req.uri().query(), None).long_running;
 
     // The request body: for the log from level Request, and for the name

@@ -205,3 +205,58 @@ async fn impersonated_requests_log_the_requestor_as_user_and_the_acting_user_as_
     assert_eq!(ev[1]["user"]["username"], "system:admin");
     assert_eq!(ev[1]["impersonatedUser"], serde_json::json!({"username": "jane", "groups": ["system:authenticated"]}));
 }
+
+#[tokio::test]
+async fn failed_authentications_are_audited_once_at_response_started_without_a_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let (auditor, log) = auditor("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n", dir.path());
+    // A stand-in for authentication: refuses bearer tokens with a 401.
+    let refuse = |req: Request, next: Next| async move {
+        if req.headers().contains_key(header::AUTHORIZATION) {
+            return Response::builder().status(401).body(Body::empty()).unwrap();
+        }
+        next.run(req).await
+    };
+    let mut app = app(Some(auditor.clone()))
+        .layer(axum::middleware::from_fn(refuse))
+        .layer(axum::middleware::from_fn_with_state(Some(auditor), init));
+    let mut req = request(Method::GET, "/api/v1/namespaces/default/pods?limit=1", "");
+    req.headers_mut().insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer forged"));
+    let resp = app.clone().call(req).await.unwrap();
+    assert_eq!(resp.status(), 401);
+    let id = resp.headers()[AUDIT_ID_HEADER].to_str().unwrap().to_string();
+    let ev = events(&log, 1);
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0]["stage"], "ResponseStarted");
+    assert_eq!(ev[0]["auditID"], id.as_str());
+    assert_eq!(ev[0]["user"], serde_json::json!({}));
+    assert_eq!(ev[0]["verb"], "list");
+    assert_eq!(
+        ev[0]["responseStatus"],
+        serde_json::json!({"metadata": {}, "message": "Authentication failed, attempted: bearer", "code": 401})
+    );
+    // An authenticated request is audited by the inner layer only, with the same ID in both places.
+    let resp = app.call(request(Method::GET, "/api/v1/namespaces/default/pods", "")).await.unwrap();
+    let id = resp.headers()[AUDIT_ID_HEADER].to_str().unwrap().to_string();
+    let ev = events(&log, 3);
+    assert_eq!(ev.len(), 3);
+    assert_eq!((ev[1]["stage"].as_str(), ev[1]["auditID"].as_str()), (Some("RequestReceived"), Some(id.as_str())));
+    assert_eq!(ev[2]["user"]["username"], "system:admin");
+}
+
+#[test]
+fn attempted_methods_name_what_the_request_carried() {
+    let req = |auth: Option<&str>, uri: &str| {
+        let mut b = Request::builder().uri(uri);
+        if let Some(a) = auth {
+            b = b.header(header::AUTHORIZATION, a);
+        }
+        b.body(Body::empty()).unwrap()
+    };
+    assert_eq!(attempted_methods(&req(None, "/api")), "Authentication failed, no credentials provided");
+    assert_eq!(attempted_methods(&req(Some("bearer x"), "/api")), "Authentication failed, attempted: bearer");
+    assert_eq!(
+        attempted_methods(&req(Some("Basic dTpw"), "/api?access_token=t")),
+        "Authentication failed, attempted: basic, access_token"
+    );
+}

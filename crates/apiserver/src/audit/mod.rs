@@ -6,12 +6,17 @@
 //! - [`event`]: the audit.k8s.io/v1 `Event` as written;
 //! - [`log`]: the JSON-lines log backend (file or standard output, with
 //!   rotation);
-//! - [`filter`]: the middleware, layered right after authentication as
-//!   upstream's `WithAudit`: it gives every request an audit ID (the
-//!   `Audit-Id` response header; a client's own `Audit-ID` header is kept),
-//!   asks the policy for the level, and writes the stages
+//! - [`filter`]: two middlewares. [`filter::init`], outermost as
+//!   upstream's `WithAuditInit`, gives every request an audit ID (the
+//!   `Audit-Id` response header; a client's own `Audit-ID` header is kept)
+//!   and audits requests whose authentication failed (401: one
+//!   `ResponseStarted` event without a user, as upstream's
+//!   `WithFailedAuthenticationAudit`). [`filter::audit`], right after
+//!   authentication and before impersonation as upstream's `WithAudit`,
+//!   asks the policy for the level and writes the stages
 //!   `RequestReceived`, `ResponseStarted` (long-running requests),
-//!   `ResponseComplete` or `Panic`, each unless the policy omits it.
+//!   `ResponseComplete` or `Panic`, each unless the policy omits it; a
+//!   refused impersonation is audited there with its 403.
 //!
 //! Later layers add to a request's event through the [`AuditContext`]
 //! request extension: [`AuditContext::annotate`] (e.g. the authorizer's
@@ -28,7 +33,7 @@ pub mod filter;
 pub mod log;
 pub mod policy;
 
-pub use filter::audit;
+pub use filter::{audit, init};
 pub use log::{LogBackend, LogOptions};
 pub use policy::{Level, Policy, Stage};
 
@@ -86,6 +91,9 @@ pub struct AuditContext {
 struct Additions {
     annotations: BTreeMap<String, String>,
     impersonated: Option<UserInfo>,
+    /// Whether the request got past authentication into the audit layer
+    /// (else [`filter::init`] audits the failed authentication).
+    entered: bool,
 }
 
 impl AuditContext {
@@ -99,6 +107,14 @@ impl AuditContext {
     /// Records the user the request impersonates.
     pub fn set_impersonated_user(&self, user: &UserInfo) {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).impersonated = Some(user.clone());
+    }
+
+    fn enter(&self) {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).entered = true;
+    }
+
+    fn entered(&self) -> bool {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).entered
     }
 
     fn take(&self) -> (BTreeMap<String, String>, Option<UserInfo>) {

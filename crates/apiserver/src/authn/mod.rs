@@ -259,11 +259,12 @@ pub fn unauthorized() -> Response {
         .into_response()
 }
 
-/// Middleware, outermost: authenticates the request (see module docs),
-/// applies impersonation, and attaches the [`UserInfo`] as a request
-/// extension (upstream's `WithAuthentication` runs before the in-flight
-/// limits, which exempt `system:masters`). A used bearer credential is
-/// removed from the headers, as upstream does, so it is never forwarded.
+/// Middleware: authenticates the request (see module docs) and attaches
+/// the [`UserInfo`] as a request extension (upstream's
+/// `WithAuthentication`, inside the audit ID layer and outside auditing,
+/// impersonation ([`impersonate`]) and the in-flight limits, which exempt
+/// `system:masters`). A used bearer credential is removed from the
+/// headers, as upstream does, so it is never forwarded.
 pub async fn authenticate(State(api): State<Arc<Api>>, mut req: Request, next: Next) -> Response {
     let chain = &api.cluster().authenticator;
     let peer = req.extensions().get::<PeerCertificates>().cloned();
@@ -290,25 +291,37 @@ pub async fn authenticate(State(api): State<Arc<Api>>, mut req: Request, next: N
             return unauthorized();
         }
     };
-    let user = if impersonation::requested(req.headers()) {
-        match impersonation::impersonate(authorizer(&api), &user, req.headers()) {
-            Ok(Some(acting)) => {
-                impersonation::strip_headers(req.headers_mut());
-                req.extensions_mut().insert(impersonation::Requestor(user));
-                acting
-            }
-            Ok(None) => user,
-            Err(e) => return crate::status::error_response(&e),
-        }
-    } else {
-        user
-    };
     req.extensions_mut().insert(user);
     let mut response = next.run(req).await;
     for w in &warnings {
         response.headers_mut().append(header::WARNING, crate::rest::response::warning_header(w));
     }
     response
+}
+
+/// Middleware after auditing (upstream's `WithImpersonation`): honours the
+/// impersonation headers of the authenticated [`UserInfo`] — the acting
+/// user replaces it, the requestor is kept as
+/// [`impersonation::Requestor`] and recorded on the audit event — or
+/// answers the refusal (403), which the audit log then records.
+pub async fn impersonate(State(api): State<Arc<Api>>, mut req: Request, next: Next) -> Response {
+    if !impersonation::requested(req.headers()) {
+        return next.run(req).await;
+    }
+    let user = req.extensions().get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
+    match impersonation::impersonate(authorizer(&api), &user, req.headers()) {
+        Ok(Some(acting)) => {
+            impersonation::strip_headers(req.headers_mut());
+            if let Some(ctx) = req.extensions().get::<crate::audit::AuditContext>() {
+                ctx.set_impersonated_user(&acting);
+            }
+            req.extensions_mut().insert(impersonation::Requestor(user));
+            req.extensions_mut().insert(acting);
+        }
+        Ok(None) => {}
+        Err(e) => return crate::status::error_response(&e),
+    }
+    next.run(req).await
 }
 
 /// The server's authorizer (impersonation asks it).

@@ -167,6 +167,18 @@ impl EncryptionConfig {
         build(&file).map_err(LoadError::Build)
     }
 
+    /// No resource encrypted: upstream's default when no
+    /// `--encryption-provider-config` is given (identity everywhere, which
+    /// refuses to read values carrying the `k8s:enc:` prefix).
+    pub fn identity() -> EncryptionConfig {
+        EncryptionConfig { transformers: HashMap::new() }
+    }
+
+    /// Whether no resource has providers configured.
+    pub fn is_identity(&self) -> bool {
+        self.transformers.is_empty()
+    }
+
     /// The transformer of `group`/`resource`: its own entry, else its
     /// group's `*.<group>`, else `*.*`; `None` when nothing covers it
     /// (stored as is; upstream's identity).

@@ -43,10 +43,15 @@ impl EncryptedStore {
     /// Wraps `inner`; the resources are the built-in registry's, keyed by
     /// their storage prefix (`/registry/secrets/`, `/registry/minions/` for
     /// nodes, …) under their storage group.
+    /// With [`EncryptionConfig::identity`] (no config) values pass
+    /// through, only checked for the encrypted-data prefix, so that data
+    /// encrypted by an earlier configuration reads as upstream's
+    /// `identity transformer tried to read encrypted data`.
     pub fn new(inner: SharedStore, config: EncryptionConfig) -> EncryptedStore {
         let registry = rkube_apimachinery::registry::Registry::builtin();
         let mut prefixes: Vec<(String, String, String)> = Vec::new();
-        for info in registry.resources() {
+        let resources = if config.is_identity() { &[][..] } else { registry.resources() };
+        for info in resources {
             let Some(storage) = &info.storage else { continue };
             // Only the resource in its storage group names the key range
             // (events.k8s.io events are core events at rest).
@@ -112,9 +117,17 @@ impl EncryptedStore {
     }
 
     /// Decrypts one value of a list or watch.
-    fn open_in_collection(&self, kv: KeyValue) -> Result<KeyValue> {
-        let key = kv.key.clone();
-        self.open(kv).map_err(|e| StoreError::Internal(format!("unable to transform key {key:?}: {e}")))
+    fn open_in_collection(&self, mut kv: KeyValue) -> Result<KeyValue> {
+        match self.open_value(&kv.key, &kv.value) {
+            Ok(v) => {
+                kv.value = v;
+                Ok(kv)
+            }
+            Err(e) => {
+                tracing::error!(component = crate::COMPONENT, key = %kv.key, error = %e, "failed to decrypt data");
+                Err(StoreError::Internal(format!("unable to transform key {:?}: {e}", kv.key)))
+            }
+        }
     }
 
     fn open_error(&self, e: StoreError) -> StoreError {
@@ -156,11 +169,14 @@ impl Store for EncryptedStore {
     async fn range(&self, req: RangeRequest) -> Result<RangeResponse> {
         // A range within one resource that is stored as is (the common
         // case: pods, events …) needs only the check for encrypted data.
-        let one_resource = self
-            .prefixes
-            .iter()
-            .find(|(p, _, _)| req.prefix.starts_with(p.as_str()))
-            .map(|(_, g, r)| self.config.transformer_for(g, r).is_none());
+        let one_resource = if self.config.is_identity() {
+            Some(true)
+        } else {
+            self.prefixes
+                .iter()
+                .find(|(p, _, _)| req.prefix.starts_with(p.as_str()))
+                .map(|(_, g, r)| self.config.transformer_for(g, r).is_none())
+        };
         let mut resp = self.inner.range(req).await?;
         if one_resource == Some(true) {
             if let Some(kv) = resp.kvs.iter().find(|kv| kv.value.starts_with(ENCRYPTED_PREFIX)) {

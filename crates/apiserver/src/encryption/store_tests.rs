@@ -90,3 +90,29 @@ async fn values_under_a_rotated_out_key_read_stale_and_unknown_keys_fail_as_inte
     assert!(matches!(watch.events.next().await, Some(Err(StoreError::Internal(_)))));
     assert!(watch.events.next().await.is_none());
 }
+
+#[tokio::test]
+async fn without_a_config_encrypted_values_fail_with_identitys_error_and_plain_ones_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw: SharedStore = Arc::new(SqliteStore::open(&dir.path().join("db")).await.unwrap());
+    let old = EncryptedStore::shared(raw.clone(), config(&[("key1", KEY1)]));
+    old.create(SECRET, Bytes::from_static(PLAIN), None).await.unwrap();
+    let plain = EncryptedStore::shared(raw.clone(), EncryptionConfig::identity());
+    plain.create("/registry/configmaps/default/c", Bytes::from_static(PLAIN), None).await.unwrap();
+    assert_eq!(raw.get("/registry/configmaps/default/c", None).await.unwrap().kv.unwrap().value, PLAIN);
+    let got = plain.get("/registry/configmaps/default/c", None).await.unwrap().kv.unwrap();
+    assert_eq!(got.value, PLAIN);
+
+    let err = plain.get(SECRET, None).await.unwrap_err();
+    assert_eq!(err, StoreError::Internal("identity transformer tried to read encrypted data".into()));
+    let err =
+        plain.range(RangeRequest { prefix: "/registry/secrets/".into(), ..Default::default() }).await.unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::Internal(format!(
+            "unable to transform key {SECRET:?}: identity transformer tried to read encrypted data"
+        ))
+    );
+    let all = plain.range(RangeRequest { prefix: "/registry/configmaps/".into(), ..Default::default() }).await.unwrap();
+    assert_eq!(all.kvs.len(), 1);
+}

@@ -1,7 +1,8 @@
 //! `pods/binding` and the `bindings` resource (upstream's `BindingREST`):
 //! a POSTed `Binding` assigns a pod to a node — `spec.nodeName` set, the
 //! binding's annotations merged, the `PodScheduled` condition true. 409 as
-//! upstream when the pod is already assigned or being deleted.
+//! upstream when the pod is already assigned or being deleted. Admission
+//! sees a CREATE of the Binding; its warnings go into the response.
 
 use axum::body::Body;
 use axum::http::{header, StatusCode};
@@ -49,6 +50,18 @@ pub async fn handle(
         }
     }
     validate(&binding, &name)?;
+    // Admission sees a CREATE of the Binding (pods/binding or bindings);
+    // the pod's update that follows is not admitted again, as upstream's
+    // BindingREST.
+    let admission = ctx.admission(params.dry_run);
+    let mut binding = binding;
+    if binding.get("kind").is_none() {
+        binding["kind"] = json!("Binding");
+    }
+    if binding.get("apiVersion").is_none() {
+        binding["apiVersion"] = json!("v1");
+    }
+    admission.admit_subresource_create(&mut binding, &name).await?;
     let node = binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("").to_string();
     let uid = binding.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("").to_string();
     let annotations = binding.pointer("/metadata/annotations").and_then(Value::as_object).cloned().unwrap_or_default();
@@ -59,7 +72,7 @@ pub async fn handle(
         message,
         causes: vec![],
     };
-    let (opts, _admission) = ctx.write_options(params.dry_run);
+    let opts = crate::storage::WriteOptions::internal(params.dry_run);
     pods.update(namespace, &name, UpdateKind::Internal, &opts, |current| {
         let mut pod = current
             .ok_or_else(|| ApiError::NotFound { resource: GroupResource::new("", "pods"), name: name.clone() })?
@@ -88,7 +101,7 @@ pub async fn handle(
         Ok(pod)
     })
     .await?;
-    Ok(success(StatusCode::CREATED))
+    Ok(super::response::add_warnings(success(StatusCode::CREATED), &admission.warnings()))
 }
 
 /// Upstream's `ValidatePodBinding`.

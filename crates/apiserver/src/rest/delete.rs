@@ -91,7 +91,7 @@ pub async fn handle(ctx: &Ctx<'_>, body: Body) -> Result<Response, ApiError> {
     if !ctx.request.subresource.is_empty() {
         return Err(ApiError::PathNotFound);
     }
-    let opts = delete_options(ctx, body).await?;
+    let (opts, admission) = options_and_admission(ctx, body).await?;
     let (namespace, name) = (&ctx.request.namespace, &ctx.request.name);
     ctx.admit(Operation::Delete, name).await?;
     let body = match ctx.store.delete(namespace, name, &opts).await? {
@@ -105,18 +105,32 @@ pub async fn handle(ctx: &Ctx<'_>, body: Body) -> Result<Response, ApiError> {
             json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
         }
     };
-    Ok(response::reply(StatusCode::OK, body, ctx.format, ctx.info, &[]))
+    Ok(response::reply(StatusCode::OK, body, ctx.format, ctx.info, &admission.warnings()))
+}
+
+/// [`delete_options`] with the request's admission kept aside: the
+/// warnings it leaves while deleting (a webhook's, a
+/// ValidatingAdmissionPolicy's `Warn`) go into the response, as upstream.
+async fn options_and_admission(
+    ctx: &Ctx<'_>,
+    body: Body,
+) -> Result<(DeleteOptions, std::sync::Arc<crate::admission::RequestAdmission>), ApiError> {
+    let mut opts = delete_options(ctx, body).await?;
+    let (write, admission) = ctx.write_options(opts.write.dry_run);
+    opts.write = write;
+    Ok((opts, admission))
 }
 
 /// `deletecollection`: deletes what the selectors pick; answers the list
 /// of deleted (or now deleting) objects.
 pub async fn handle_collection(ctx: &Ctx<'_>, body: Body) -> Result<Response, ApiError> {
     let list_opts = query::list_options(&ctx.query, ctx.info.kind, ctx.info.group)?;
-    let opts = delete_options(ctx, body).await?;
+    let (opts, admission) = options_and_admission(ctx, body).await?;
     let namespace = &ctx.request.namespace;
     ctx.admit(Operation::Delete, "").await?;
     let items = ctx.store.delete_collection(namespace, &list_opts, &opts).await?;
     let revision = ctx.store.store().current_revision().await.unwrap_or_default();
     let result = ListResult { items, revision, continue_token: None, remaining_item_count: None };
-    Ok(response::reply(StatusCode::OK, list::list_body(ctx.info, result), ctx.format, ctx.info, &[]))
+    let warnings = admission.warnings();
+    Ok(response::reply(StatusCode::OK, list::list_body(ctx.info, result), ctx.format, ctx.info, &warnings))
 }

@@ -51,7 +51,7 @@ pub async fn handle(ctx: &Ctx<'_>, pods: &ResourceStore, verb: Verb, body: Body)
         _ => return Err(ApiError::MethodNotSupported(super::METHOD_NOT_ALLOWED.into())),
     };
     let params = query::write_params(&ctx.query, if verb == Verb::Patch { "PatchOptions" } else { "UpdateOptions" })?;
-    let (opts, _admission) = ctx.write_options(params.dry_run);
+    let (opts, admission) = ctx.write_options(params.dry_run);
     let (updated, _) = pods
         .update(namespace, name, UpdateKind::Internal, &opts, |current| {
             let mut pod = pod_of(current)?;
@@ -69,7 +69,7 @@ pub async fn handle(ctx: &Ctx<'_>, pods: &ResourceStore, verb: Verb, body: Body)
             Ok(pod)
         })
         .await?;
-    Ok(response::reply(StatusCode::OK, updated, ctx.format, ctx.info, &[]))
+    Ok(response::reply(StatusCode::OK, updated, ctx.format, ctx.info, &admission.warnings()))
 }
 
 /// Upstream's `ValidatePodEphemeralContainersUpdate` (the common rules).

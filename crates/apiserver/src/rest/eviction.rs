@@ -39,7 +39,21 @@ pub async fn handle(ctx: &Ctx<'_>, pods: &ResourceStore, body: Body) -> Result<R
         return Err(ApiError::BadRequest("name in URL does not match name in Eviction object".into()));
     }
     let delete_body = eviction.get("deleteOptions").filter(|v| v.is_object()).cloned().unwrap_or(json!({}));
-    let opts = delete::delete_options(ctx, Body::from(delete_body.to_string())).await?;
+    let mut opts = delete::delete_options(ctx, Body::from(delete_body.to_string())).await?;
+    let dry_run = opts.write.dry_run;
+    // Admission sees a CREATE of pods/eviction with the Eviction (NodeRestriction,
+    // webhooks, policies); the pod's deletion and the budget's status
+    // update that follow are not admitted again, as upstream's EvictionREST.
+    let admission = ctx.admission(dry_run);
+    let mut eviction = eviction;
+    if eviction.get("kind").is_none() {
+        eviction["kind"] = json!("Eviction");
+    }
+    if eviction.get("apiVersion").is_none() {
+        eviction["apiVersion"] = json!("policy/v1");
+    }
+    admission.admit_subresource_create(&mut eviction, &name).await?;
+    opts.write = WriteOptions::internal(dry_run);
     let pod = pods.get(&namespace, &name, "").await?;
 
     let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending");
@@ -49,7 +63,7 @@ pub async fn handle(ctx: &Ctx<'_>, pods: &ResourceStore, body: Body) -> Result<R
         check_budgets(ctx, &pod, &opts.write).await?;
     }
     pods.delete(&namespace, &name, &opts).await?;
-    Ok(success(StatusCode::CREATED))
+    Ok(super::response::add_warnings(success(StatusCode::CREATED), &admission.warnings()))
 }
 
 fn is_ready(pod: &Value) -> bool {

@@ -16,6 +16,15 @@ pub fn warning_header(text: &str) -> HeaderValue {
         .unwrap_or_else(|_| HeaderValue::from_static("299 - \"invalid warning\""))
 }
 
+/// Appends `warnings` to a response as `Warning` headers (what admission
+/// left on a request whose handler built the response itself).
+pub fn add_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        resp.headers_mut().append(header::WARNING, warning_header(w));
+    }
+    resp
+}
+
 /// Serializes `body` (an object or list of `info`, or a Status) as
 /// `format` asks and adds `warnings`.
 pub fn reply(status: StatusCode, body: Value, format: Format, info: &ResourceInfo, warnings: &[String]) -> Response {

@@ -94,7 +94,7 @@ where
 {
     let (namespace, name) = (&ctx.request.namespace, &ctx.request.name);
     ctx.admit(Operation::Update, name).await?;
-    let (opts, _admission) = ctx.write_options(dry_run);
+    let (opts, admission) = ctx.write_options(dry_run);
     let (updated, _) = ctx
         .store
         .update(namespace, name, UpdateKind::Main, &opts, |current| {
@@ -113,7 +113,8 @@ where
             Ok(obj)
         })
         .await?;
-    reply(ctx, StatusCode::OK, &scale_of(ctx, &updated)?)
+    let resp = reply(ctx, StatusCode::OK, &scale_of(ctx, &updated)?)?;
+    Ok(super::response::add_warnings(resp, &admission.warnings()))
 }
 
 /// Upstream's `ValidateScale`: metadata name required, replicas ≥ 0.

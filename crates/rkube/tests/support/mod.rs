@@ -35,6 +35,9 @@ pub const RKUBE: &str = env!("CARGO_BIN_EXE_rkube");
 pub const KUBECTL: &str = "/usr/bin/kubectl";
 /// How long [`TestServer::start`] waits for `/readyz`.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// The controllers a test server runs unless [`TestServerOptions::controllers`]
+/// asks for all: the one that makes pods admissible (`default` accounts).
+pub const MINIMAL_CONTROLLERS: &str = "serviceaccount-controller";
 
 /// How to start a test server.
 #[derive(Clone, Debug, Default)]
@@ -51,10 +54,42 @@ pub struct TestServerOptions {
     /// `--advertise-address`; default `127.0.0.1` (the server binds
     /// 127.0.0.1 either way).
     pub advertise_address: Option<std::net::IpAddr>,
-    /// Run the controller manager. Off by default (`--disable-controller-manager`)
-    /// so that the API tests see only the objects they write (no `default`
-    /// ServiceAccount or `kube-root-ca.crt` appearing in their namespaces).
+    /// Run every controller (rkube's default `--controllers`). Off by
+    /// default: the server then runs only the ServiceAccount controller
+    /// ([`MINIMAL_CONTROLLERS`]), which pods need (ServiceAccount admission
+    /// refuses a pod whose account does not exist, as upstream), so the API
+    /// tests see few objects they did not write (a `default` ServiceAccount
+    /// in every namespace, the manager's lease and node-join RBAC objects).
     pub controllers: bool,
+    /// Run the scheduler. Off by default (`--disable-scheduler`) so that
+    /// pods the API tests create stay as written (no binding, no
+    /// PodScheduled condition, no events).
+    pub scheduler: bool,
+}
+
+impl TestServerOptions {
+    /// The `--controllers` list `extra_args` passes, if any.
+    fn controllers_flag(&self) -> Option<&str> {
+        let args = &self.extra_args;
+        args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--controllers") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        })
+    }
+
+    /// Whether the server will run the ServiceAccount controller (then
+    /// [`TestServer::start_with`] waits for the `default` account).
+    fn runs_service_account_controller(&self) -> bool {
+        if self.extra_args.iter().any(|a| a == "--disable-controller-manager") {
+            return false;
+        }
+        let Some(list) = self.controllers_flag() else { return true };
+        let items: Vec<&str> = list.split(',').map(str::trim).collect();
+        let named = |i: &&str| matches!(*i, "serviceaccount-controller" | "serviceaccount");
+        let disabled = items.iter().filter_map(|i| i.strip_prefix('-')).any(|i| named(&i));
+        !disabled && items.iter().any(|i| *i == "*" || named(i))
+    }
 }
 
 /// A running `rkube server` (see the module docs).
@@ -83,7 +118,11 @@ impl TestServer {
         let mut last_logs = String::new();
         for _ in 0..3 {
             let mut server = Self::spawn(&options);
-            match server.wait_ready() {
+            let ready = server.wait_ready().and_then(|()| match options.runs_service_account_controller() {
+                true => server.wait_default_service_account(),
+                false => Ok(()),
+            });
+            match ready {
                 Ok(()) => return server,
                 Err(e) if options.port.is_none() && server.logs().contains("already in use") => {
                     last_logs = format!("{e}\n{}", server.logs());
@@ -118,8 +157,11 @@ impl TestServer {
         if let Some(endpoint) = &options.datastore_endpoint {
             cmd.arg("--datastore-endpoint").arg(endpoint);
         }
-        if !options.controllers {
-            cmd.arg("--disable-controller-manager");
+        if !options.controllers && options.controllers_flag().is_none() {
+            cmd.args(["--controllers", MINIMAL_CONTROLLERS]);
+        }
+        if !options.scheduler {
+            cmd.arg("--disable-scheduler");
         }
         cmd.args(&options.extra_args).stdout(Stdio::null()).stderr(Stdio::piped());
         let child = spawn_in_own_group(cmd).expect("spawn rkube");
@@ -163,6 +205,24 @@ impl TestServer {
             std::thread::sleep(Duration::from_millis(100));
         }
         Err(format!("/readyz not ok within {READY_TIMEOUT:?}; last answer: {last}"))
+    }
+
+    /// Waits until the ServiceAccount controller has created `default` in
+    /// the `default` namespace (as upstream's e2e framework waits for a
+    /// namespace's default account before creating pods there).
+    pub fn wait_default_service_account(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let path = "/api/v1/namespaces/default/serviceaccounts/default";
+        let mut last = String::from("no answer yet");
+        while Instant::now() < deadline {
+            match self.try_get(path) {
+                Ok((200, _)) => return Ok(()),
+                Ok((code, body)) => last = format!("{code} {body}"),
+                Err(e) => last = e,
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!("no default ServiceAccount within {READY_TIMEOUT:?}; last answer: {last}"))
     }
 
     /// The data dir.

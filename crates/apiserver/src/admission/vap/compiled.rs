@@ -6,10 +6,11 @@
 
 use std::sync::Arc;
 
-use rkube_apimachinery::cel::{Expression, Outcome};
-use serde_json::{Map, Value};
+use rkube_apimachinery::cel::authz::Binding;
+use rkube_apimachinery::cel::{Composited, Expression, Outcome};
+use serde_json::Value;
 
-use crate::admission::webhook::eval_conditions;
+use crate::admission::webhook::eval_conditions_with;
 
 /// Longest message a messageExpression may produce (upstream's
 /// `MaxEvaluatedMessageExpressionSizeBytes`).
@@ -120,35 +121,32 @@ impl Policy {
     }
 
     /// Evaluates the validations with `vars` (object, oldObject, request,
-    /// params, namespaceObject); returns the decisions, in order, and the
-    /// audit annotations to publish (or a decision to deny for a failing
-    /// annotation under `Fail`). An unmatched condition yields nothing.
-    pub fn evaluate(&self, base: &[(&str, &Value)]) -> (Vec<Decision>, Vec<(String, String)>) {
+    /// params, namespaceObject) and `authz` (the `authorizer` variable);
+    /// returns the decisions, in order, and the audit annotations to
+    /// publish (or a decision to deny for a failing annotation under
+    /// `Fail`). An unmatched condition yields nothing.
+    pub fn evaluate(&self, base: &[(&str, &Value)], authz: Option<&Binding>) -> (Vec<Decision>, Vec<(String, String)>) {
         let get = |n: &str| base.iter().find(|(k, _)| *k == n).map(|(_, v)| *v);
         if !self.conditions.is_empty() {
             let request = get("request").cloned().unwrap_or(Value::Null);
             let params = get("params").cloned().unwrap_or(Value::Null);
-            match eval_conditions(&self.conditions, &request, get("object"), get("oldObject"), &params) {
+            match eval_conditions_with(&self.conditions, &request, get("object"), get("oldObject"), &params, authz) {
                 Ok(true) => {}
                 Ok(false) => return (Vec::new(), Vec::new()),
                 Err(e) => return (vec![self.on_error(e)], Vec::new()),
             }
         }
-        // Variables see the ones before them; a failing one is left out
-        // (an expression using it then fails on the missing key).
-        let mut variables = Map::new();
+        // Variables see the ones before them, typed (a quantity stays a
+        // quantity); a failing one is left out (an expression using it then
+        // fails on the missing key).
+        let mut variables = Composited::new();
         for (name, expr) in &self.variables {
-            let Ok(expr) = expr else { continue };
-            let mut vars: Vec<(&str, &Value)> = base.to_vec();
-            let current = Value::Object(variables.clone());
-            vars.push(("variables", &current));
-            if let Ok(value) = expr.eval_json(&vars) {
-                variables.insert(name.clone(), value);
+            if let Ok(expr) = expr {
+                let _ = expr.eval_into(name, base, &mut variables, authz);
             }
         }
-        let variables = Value::Object(variables);
-        let mut vars: Vec<(&str, &Value)> = base.to_vec();
-        vars.push(("variables", &variables));
+        let vars = base;
+        let variables = Some(&variables);
 
         let mut decisions = Vec::new();
         for v in &self.validations {
@@ -159,11 +157,12 @@ impl Policy {
                     continue;
                 }
             };
-            match expr.eval(&vars) {
+            match expr.eval_in(vars, variables, authz) {
                 Ok(Outcome::Bool(true)) => decisions.push(Decision::Admit),
-                Ok(Outcome::Bool(false)) => {
-                    decisions.push(Decision::Deny { message: self.message(v, &vars), reason: v.reason.clone() })
-                }
+                Ok(Outcome::Bool(false)) => decisions.push(Decision::Deny {
+                    message: self.message(v, vars, variables, authz),
+                    reason: v.reason.clone(),
+                }),
                 Ok(other) => decisions.push(self.on_error(format!(
                     "validation failed: expression '{}' resulted in a non-boolean value: {other:?}",
                     v.source
@@ -176,7 +175,7 @@ impl Policy {
         let mut annotations = Vec::new();
         for (key, expr) in &self.audit_annotations {
             let result = match expr {
-                Ok(e) => e.eval(&vars),
+                Ok(e) => e.eval_in(vars, variables, authz),
                 Err(e) => Err(e.clone()),
             };
             match result {
@@ -205,9 +204,15 @@ impl Policy {
 
     /// A failed validation's message: the messageExpression's single-line
     /// string if it gives one, else `message`, else `failed expression: …`.
-    fn message(&self, v: &Validation, vars: &[(&str, &Value)]) -> String {
+    fn message(
+        &self,
+        v: &Validation,
+        vars: &[(&str, &Value)],
+        variables: Option<&Composited>,
+        authz: Option<&Binding>,
+    ) -> String {
         if let Some(Ok(expr)) = &v.message_expression {
-            if let Ok(Outcome::String(s)) = expr.eval(vars) {
+            if let Ok(Outcome::String(s)) = expr.eval_in(vars, variables, authz) {
                 let s = s.trim();
                 if !s.is_empty() && s.len() <= MAX_MESSAGE_BYTES && !s.contains('\n') {
                     return s.to_string();
@@ -233,13 +238,16 @@ mod tests {
     fn run(p: &Policy, object: Value, params: Value) -> Vec<Decision> {
         let null = Value::Null;
         let request = json!({"operation": "CREATE"});
-        p.evaluate(&[
-            ("object", &object),
-            ("oldObject", &null),
-            ("request", &request),
-            ("params", &params),
-            ("namespaceObject", &null),
-        ])
+        p.evaluate(
+            &[
+                ("object", &object),
+                ("oldObject", &null),
+                ("request", &request),
+                ("params", &params),
+                ("namespaceObject", &null),
+            ],
+            None,
+        )
         .0
     }
 
@@ -285,6 +293,20 @@ mod tests {
     }
 
     #[test]
+    fn variables_keep_library_types() {
+        let p = policy(json!({
+            "variables": [{"name": "limit", "expression": "quantity('1Gi')"},
+                          {"name": "over", "expression": "quantity(object.memory).isGreaterThan(variables.limit)"}],
+            "validations": [{"expression": "!variables.over",
+                             "messageExpression": "'over ' + string(variables.limit.asInteger())"}]}));
+        assert_eq!(run(&p, json!({"memory": "512Mi"}), Value::Null), vec![Decision::Admit]);
+        assert_eq!(
+            run(&p, json!({"memory": "2Gi"}), Value::Null),
+            vec![Decision::Deny { message: "over 1073741824".into(), reason: "Invalid".into() }]
+        );
+    }
+
+    #[test]
     fn match_conditions_gate_validations() {
         let p = policy(json!({
             "matchConditions": [{"name": "only-web", "expression": "object.metadata.name == 'web'"}],
@@ -303,7 +325,7 @@ mod tests {
         ]}));
         let null = Value::Null;
         let object = json!({"spec": {"replicas": 2}});
-        let (decisions, published) = p.evaluate(&[("object", &object), ("oldObject", &null)]);
+        let (decisions, published) = p.evaluate(&[("object", &object), ("oldObject", &null)], None);
         assert_eq!(published, vec![("replicas".to_string(), "replicas: 2".to_string())]);
         assert!(matches!(&decisions[..], [Decision::Deny { message, .. }]
             if message.starts_with("valueExpression '1' resulted in unsupported return type")));

@@ -14,9 +14,11 @@
 //! `validation.policy.admission.k8s.io/validation_failure` audit
 //! annotation.
 //!
-//! Not modelled: the `authorizer` variable, cost budgets and type
-//! checking (see [`rkube_apimachinery::cel`]).
+//! The `authorizer` variable answers from the server's authorizer
+//! ([`authorizer`]). Not modelled: cost budgets and most of type checking
+//! (see [`rkube_apimachinery::cel`]).
 
+pub mod authorizer;
 pub mod compiled;
 mod params;
 
@@ -208,6 +210,7 @@ impl Plugin for ValidatingAdmissionPolicy {
                     .flatten()
                     .filter_map(Value::as_str)
                     .collect();
+                let authz = authorizer::binding(attrs);
                 for param in &params {
                     let vars = [
                         ("object", v.object.as_ref().unwrap_or(&null)),
@@ -216,7 +219,7 @@ impl Plugin for ValidatingAdmissionPolicy {
                         ("params", param),
                         ("namespaceObject", &namespace),
                     ];
-                    let (decisions, published) = policy.evaluate(&vars);
+                    let (decisions, published) = policy.evaluate(&vars, Some(&authz));
                     for (i, d) in decisions.into_iter().enumerate() {
                         let Decision::Deny { message, reason } = d else { continue };
                         for action in &actions {

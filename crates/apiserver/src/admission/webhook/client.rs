@@ -39,6 +39,10 @@ pub struct Endpoint {
     pub target: String,
     /// `Host` header.
     pub host_header: String,
+    /// Why the Service could not be resolved to an address (upstream's
+    /// service resolver runs when the client dials, so this fails the
+    /// call as `Post "<url>?timeout=Ns": <why>`).
+    pub unresolved: Option<String>,
 }
 
 /// Splits `https://host[:port][/path][?query]` into an [`Endpoint`].
@@ -56,6 +60,7 @@ pub fn endpoint_from_url(url: &str) -> Result<Endpoint, String> {
         server_name: host,
         target,
         host_header: authority.to_string(),
+        unresolved: None,
     })
 }
 
@@ -84,6 +89,9 @@ fn join_host_port(host: &str, port: u16) -> String {
 
 /// The endpoint of a webhook's `clientConfig`: its `url`, or its
 /// `service` resolved to the Service's ClusterIP (port default 443).
+/// A Service that is missing or has no route (`clusterIP: None`) still
+/// yields the endpoint, with [`Endpoint::unresolved`] saying why (upstream's
+/// `ResolveCluster` messages, e.g. `service "<name>" not found`).
 pub fn resolve(client_config: &Value, stores: &Stores) -> Result<Endpoint, String> {
     if let Some(url) = client_config.get("url").and_then(Value::as_str) {
         return endpoint_from_url(url);
@@ -94,14 +102,14 @@ pub fn resolve(client_config: &Value, stores: &Stores) -> Result<Endpoint, Strin
     let port = svc.get("port").and_then(Value::as_u64).unwrap_or(443) as u16;
     let path = svc.get("path").and_then(Value::as_str).unwrap_or("");
     let host = format!("{name}.{ns}.svc");
-    let service = stores
-        .get(&("", "v1", "services"))
-        .and_then(|s| s.get_cached(ns, name))
-        .ok_or_else(|| format!("service \"{name}\" not found"))?;
-    let ip = service.pointer("/spec/clusterIP").and_then(Value::as_str).unwrap_or("");
-    if ip.is_empty() || ip == "None" {
-        return Err(format!("service \"{name}\" has no cluster IP"));
-    }
+    let service = stores.get(&("", "v1", "services")).and_then(|s| s.get_cached(ns, name));
+    let ip = service.as_ref().and_then(|s| s.pointer("/spec/clusterIP")).and_then(Value::as_str).unwrap_or("");
+    let unresolved = match &service {
+        None => Some(format!("service \"{name}\" not found")),
+        Some(_) if ip == "None" => Some(r#"cannot route to service with ClusterIP "None""#.to_string()),
+        Some(_) if ip.is_empty() => Some(format!("service \"{name}\" has no cluster IP")),
+        Some(_) => None,
+    };
     let target = if path.is_empty() { "/".to_string() } else { path.to_string() };
     Ok(Endpoint {
         url: format!("https://{host}:{port}{path}"),
@@ -109,6 +117,7 @@ pub fn resolve(client_config: &Value, stores: &Stores) -> Result<Endpoint, Strin
         server_name: host.clone(),
         target,
         host_header: format!("{host}:{port}"),
+        unresolved,
     })
 }
 
@@ -158,6 +167,9 @@ async fn exchange(
     target: &str,
     body: Vec<u8>,
 ) -> Result<Value, String> {
+    if let Some(why) = &endpoint.unresolved {
+        return Err(why.clone());
+    }
     let tcp = tokio::net::TcpStream::connect(&endpoint.dial).await.map_err(|e| {
         let why = match e.kind() {
             std::io::ErrorKind::ConnectionRefused => "connect: connection refused".to_string(),
@@ -247,6 +259,16 @@ mod tests {
         let e = endpoint_from_url("https://[::1]:9443/v").unwrap();
         assert_eq!((e.dial.as_str(), e.server_name.as_str()), ("[::1]:9443", "::1"));
         assert!(endpoint_from_url("http://x").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_missing_service_fails_the_call_as_upstreams_dialer_does() {
+        let config = json!({"service": {"namespace": "hooks", "name": "missing", "path": "/validate"}});
+        let e = resolve(&config, &Stores::default()).unwrap();
+        assert_eq!(e.url, "https://missing.hooks.svc:443/validate");
+        let tls = tls_config(&json!({})).unwrap();
+        let err = post(&e, tls, &json!({}), Duration::from_secs(10)).await.unwrap_err();
+        assert_eq!(err, r#"Post "https://missing.hooks.svc:443/validate?timeout=10s": service "missing" not found"#);
     }
 
     #[tokio::test]

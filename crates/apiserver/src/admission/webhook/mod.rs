@@ -158,7 +158,9 @@ pub async fn should_call(
     }
     let v = matcher::views(attrs, &matched, object);
     let request = review::admission_request("", attrs, &matched, object, v.object.as_ref(), v.old.as_ref());
-    match eval_conditions(&hook.conditions, &request, v.object.as_ref(), v.old.as_ref(), &Value::Null) {
+    let authz = super::vap::authorizer::binding(attrs);
+    let (new_view, old_view) = (v.object.as_ref(), v.old.as_ref());
+    match eval_conditions_with(&hook.conditions, &request, new_view, old_view, &Value::Null, Some(&authz)) {
         Ok(true) => Ok(Some(matched)),
         Ok(false) => Ok(None),
         Err(_) if hook.ignore_failures => Ok(None),
@@ -176,6 +178,18 @@ pub fn eval_conditions(
     old: Option<&Value>,
     params: &Value,
 ) -> Result<bool, String> {
+    eval_conditions_with(conditions, request, object, old, params, None)
+}
+
+/// [`eval_conditions`] with the CEL `authorizer` bound when `authz` is given.
+pub fn eval_conditions_with(
+    conditions: &[(String, Result<Arc<Expression>, String>)],
+    request: &Value,
+    object: Option<&Value>,
+    old: Option<&Value>,
+    params: &Value,
+    authz: Option<&rkube_apimachinery::cel::authz::Binding>,
+) -> Result<bool, String> {
     let null = Value::Null;
     let vars = [
         ("object", object.unwrap_or(&null)),
@@ -187,7 +201,7 @@ pub fn eval_conditions(
     for (name, expr) in conditions {
         match expr {
             Err(e) => errors.push(e.clone()),
-            Ok(expr) => match expr.eval(&vars) {
+            Ok(expr) => match expr.eval_with(&vars, authz) {
                 Ok(Outcome::Bool(false)) => return Ok(false),
                 Ok(Outcome::Bool(true)) => {}
                 Ok(_) => errors.push(format!("matchCondition '{name}' must evaluate to bool")),

@@ -50,6 +50,11 @@ pub struct Review<'a> {
     /// The authenticated user (`None` only for requests that bypassed
     /// authentication, which the routes do not allow).
     pub user: Option<UserInfo>,
+    /// The admission of a TokenRequest (a CREATE of `serviceaccounts/token`):
+    /// its mutating phase ran before the handler, which runs the
+    /// validating phase after the request's static validation, as
+    /// upstream's `TokenREST`. `None` for the reviews, which are not admitted.
+    pub admission: Option<std::sync::Arc<crate::admission::RequestAdmission>>,
 }
 
 impl Review<'_> {
@@ -100,7 +105,22 @@ pub async fn handle(
     );
     let bytes = body::read(body).await?;
     let decoded = decode(&body_info, &bytes, body_format, params.field_validation)?;
-    let review = Review { api, request, object: decoded.object, user };
+    let mut object = decoded.object;
+    let admission = if (info.group, info.plural) == ("", "serviceaccounts") {
+        let admission = std::sync::Arc::new(crate::admission::RequestAdmission::new(
+            api.admission.clone(),
+            user.clone().unwrap_or_else(UserInfo::anonymous),
+            info.clone(),
+            &request.subresource,
+            &request.namespace,
+            params.dry_run,
+        ));
+        admission.mutate_create(&mut object, &request.name).await?;
+        Some(admission)
+    } else {
+        None
+    };
+    let review = Review { api, request, object, user, admission: admission.clone() };
     let answer = match (info.group, info.plural) {
         ("", "serviceaccounts") => token::create(&review).await?,
         ("authentication.k8s.io", "selfsubjectreviews") => review::self_subject_review(&review)?,
@@ -109,7 +129,9 @@ pub async fn handle(
         ("authorization.k8s.io", _) => access::access_review(&review, info.kind)?,
         _ => return Err(ApiError::PathNotFound),
     };
-    Ok(response::reply(StatusCode::CREATED, answer, format, &body_info, &decoded.warnings))
+    let mut warnings = decoded.warnings;
+    warnings.extend(admission.map(|a| a.warnings()).unwrap_or_default());
+    Ok(response::reply(StatusCode::CREATED, answer, format, &body_info, &warnings))
 }
 
 /// Decodes the body like [`body::decode`], but without the request's

@@ -69,6 +69,9 @@ pub async fn create(review: &Review<'_>) -> Result<Value, ApiError> {
     meta::set(&mut req, "namespace", json!(namespace));
     meta::set(&mut req, "creationTimestamp", json!(meta::format_time(now)));
     validate_expiration(expiration)?;
+    if let Some(admission) = &review.admission {
+        admission.validate_create(&req, name).await?;
+    }
 
     let bound_ref = req.pointer("/spec/boundObjectRef").filter(|v| v.is_object()).cloned();
     let mut claims = TokenClaims {
