@@ -203,6 +203,15 @@ pub struct ServerArgs {
     #[arg(long, env = "RKUBE_DISABLE_CONTROLLER_MANAGER")]
     pub disable_controller_manager: bool,
 
+    /// Do not run the scheduler in this server.
+    #[arg(long, env = "RKUBE_DISABLE_SCHEDULER")]
+    pub disable_scheduler: bool,
+
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file
+    /// for the scheduler (kube-scheduler's --config).
+    #[arg(long, value_name = "FILE", env = "RKUBE_SCHEDULER_CONFIG")]
+    pub scheduler_config: Option<PathBuf>,
+
     /// Longest lifetime of certificates the CSR signer issues
     /// (kube-controller-manager's --cluster-signing-duration).
     #[arg(long, value_name = "DURATION", default_value = "8760h0m0s", value_parser = parse_go_duration,

@@ -54,6 +54,7 @@ struct Running {
     compactor: tokio::task::JoinHandle<()>,
     kubeconfig: PathBuf,
     controller_manager: Option<crate::controllers::Setup>,
+    scheduler: Option<crate::scheduler::Setup>,
 }
 
 /// Runs the server until SIGTERM or SIGINT. A second signal during
@@ -70,9 +71,10 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let Running { server, store, compactor, kubeconfig, controller_manager } = running;
+    let Running { server, store, compactor, kubeconfig, controller_manager, scheduler } = running;
 
     let controller_manager = controller_manager.map(|config| crate::controllers::spawn(config, server.health()));
+    let scheduler = scheduler.map(|setup| crate::scheduler::spawn(setup, server.health()));
     let health = server.health();
     let ready = tokio::spawn(async move {
         let started = std::time::Instant::now();
@@ -112,6 +114,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
 
     ready.abort();
     // Controllers stop (and release their lease) while the API still answers.
+    if let Some(scheduler) = scheduler {
+        scheduler.stop().await;
+    }
     if let Some(manager) = controller_manager {
         manager.stop().await;
     }
@@ -192,10 +197,10 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
             tracing::warn!(component = COMPONENT, %endpoint, error = %e, "datastore opened but does not answer yet; /readyz fails until it does")
         }
     }
-    let store = match encryption {
-        Some(config) => rkube_apiserver::encryption::EncryptedStore::shared(store, config),
-        None => store,
-    };
+    // Without a config every value is still checked for the encrypted-data
+    // prefix (upstream's default identity transformer).
+    let encryption = encryption.unwrap_or_else(rkube_apiserver::encryption::EncryptionConfig::identity);
+    let store = rkube_apiserver::encryption::EncryptedStore::shared(store, encryption);
     let interval = rkube_store::compactor::DEFAULT_COMPACTION_INTERVAL;
     let compactor = rkube_store::spawn_compactor(store.clone(), interval);
     tracing::info!(
@@ -256,7 +261,9 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
 
     let controller_manager = crate::controllers::manager_config(&args, &pki, advertise_address, &server_url)?;
 
-    Ok(Running { server, store, compactor, kubeconfig: shown_kubeconfig, controller_manager })
+    let scheduler = crate::scheduler::scheduler_config(&args, &pki, &server_url)?;
+
+    Ok(Running { server, store, compactor, kubeconfig: shown_kubeconfig, controller_manager, scheduler })
 }
 
 /// The API server's view of `--service-cidr` (IPv4 only for now).

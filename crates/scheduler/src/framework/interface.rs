@@ -117,7 +117,7 @@ impl Status {
 /// writes a new value, so cloning a state for a simulation is cheap.
 #[derive(Clone, Default)]
 pub struct CycleState {
-    data: HashMap<&'static str, Arc<dyn Any + Send + Sync>>,
+    data: HashMap<&'static str, Arc<dyn Any + Send + Sync>, BuildFnv>,
     /// Filter plugins whose PreFilter returned Skip.
     pub skip_filter_plugins: BTreeSet<&'static str>,
     /// Score plugins whose PreScore returned Skip.
@@ -132,6 +132,32 @@ impl CycleState {
     /// The value under `key`, if one of type `T` was written.
     pub fn read<T: Any + Send + Sync>(&self, key: &'static str) -> Option<&T> {
         self.data.get(key)?.downcast_ref::<T>()
+    }
+}
+
+/// FNV-1a for the cycle state's few short keys, read once per plugin and
+/// node (SipHash showed in profiles).
+#[derive(Clone, Copy, Default)]
+pub struct BuildFnv;
+
+/// The [`BuildFnv`] hasher.
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ *b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+impl std::hash::BuildHasher for BuildFnv {
+    type Hasher = Fnv;
+    fn build_hasher(&self) -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
     }
 }
 

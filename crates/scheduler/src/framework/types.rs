@@ -517,25 +517,74 @@ pub struct Snapshot {
 impl Snapshot {
     /// A snapshot of `nodes` in this order, with each image's node count
     /// filled in.
-    pub fn new(mut nodes: Vec<NodeInfo>) -> Snapshot {
-        let mut counts: HashMap<String, usize> = HashMap::new();
+    pub fn new(nodes: Vec<NodeInfo>) -> Snapshot {
+        Snapshot::from_arcs(nodes.into_iter().map(Arc::new).collect())
+    }
+
+    /// [`Snapshot::new`] over shared node infos (the cache's incremental
+    /// snapshot): only nodes whose image counts are stale are copied.
+    pub fn from_arcs(mut nodes: Vec<Arc<NodeInfo>>) -> Snapshot {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
         for n in &nodes {
             for name in n.image_states.keys() {
-                *counts.entry(name.clone()).or_default() += 1;
+                *counts.entry(name.as_str()).or_default() += 1;
             }
         }
+        let counts: HashMap<String, usize> = counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         for n in &mut nodes {
-            for (name, s) in n.image_states.iter_mut() {
-                s.num_nodes = counts[name];
+            if n.image_states.iter().any(|(name, s)| s.num_nodes != counts[name]) {
+                for (name, s) in Arc::make_mut(n).image_states.iter_mut() {
+                    s.num_nodes = counts[name];
+                }
             }
         }
-        let nodes: Vec<Arc<NodeInfo>> = nodes.into_iter().map(Arc::new).collect();
         let index = nodes.iter().enumerate().map(|(i, n)| (n.node_name().to_string(), i)).collect();
         let have_pods_with_affinity = nodes.iter().filter(|n| !n.pods_with_affinity.is_empty()).cloned().collect();
         let have_pods_with_required_anti_affinity =
             nodes.iter().filter(|n| !n.pods_with_required_anti_affinity.is_empty()).cloned().collect();
         let used_pvcs = nodes.iter().flat_map(|n| n.pvc_ref_counts.keys().cloned()).collect();
         Snapshot { nodes, index, have_pods_with_affinity, have_pods_with_required_anti_affinity, used_pvcs }
+    }
+
+    /// Replaces the node with `info`'s name (the cache's incremental
+    /// update after a pod was assumed or a node changed). Cheap when the
+    /// node's images, PVCs and affinity-pod status stay as they were;
+    /// otherwise the derived indexes are rebuilt. A node not in the
+    /// snapshot is ignored.
+    pub fn replace_node(&mut self, mut info: Arc<NodeInfo>) {
+        let Some(&i) = self.index.get(info.node_name()) else { return };
+        let old = &self.nodes[i];
+        let same_keys = |a: &NodeInfo, b: &NodeInfo| {
+            a.image_states.len() == b.image_states.len()
+                && a.image_states.keys().all(|k| b.image_states.contains_key(k))
+                && a.pvc_ref_counts.len() == b.pvc_ref_counts.len()
+                && a.pvc_ref_counts.keys().all(|k| b.pvc_ref_counts.contains_key(k))
+                && a.pods_with_affinity.is_empty() == b.pods_with_affinity.is_empty()
+                && a.pods_with_required_anti_affinity.is_empty() == b.pods_with_required_anti_affinity.is_empty()
+        };
+        if !same_keys(old, &info) {
+            let mut nodes = std::mem::take(&mut self.nodes);
+            nodes[i] = info;
+            *self = Snapshot::from_arcs(nodes);
+            return;
+        }
+        if info.image_states.iter().any(|(k, s)| s.num_nodes != old.image_states[k].num_nodes) {
+            let counts: Vec<(String, usize)> =
+                old.image_states.iter().map(|(k, s)| (k.clone(), s.num_nodes)).collect();
+            let m = Arc::make_mut(&mut info);
+            for (k, n) in counts {
+                if let Some(s) = m.image_states.get_mut(&k) {
+                    s.num_nodes = n;
+                }
+            }
+        }
+        let name = info.node_name().to_string();
+        for list in [&mut self.have_pods_with_affinity, &mut self.have_pods_with_required_anti_affinity] {
+            if let Some(slot) = list.iter_mut().find(|n| n.node_name() == name) {
+                *slot = info.clone();
+            }
+        }
+        self.nodes[i] = info;
     }
 
     /// A snapshot built from Nodes and the pods bound to them (pods whose
