@@ -37,6 +37,12 @@ impl Default for Timing {
     }
 }
 
+/// A candidate identity as upstream's: `<hostname>_<random UUID>`.
+pub fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+    format!("{}_{}", if host.is_empty() { "rkube" } else { &host }, uuid::Uuid::new_v4())
+}
+
 /// One candidate.
 pub struct LeaderElector {
     api: Api<Lease>,

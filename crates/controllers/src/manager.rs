@@ -154,23 +154,7 @@ pub struct ManagerConfig {
     pub settings: Arc<Settings>,
 }
 
-/// A lease identity as upstream's: `<hostname>_<random uuid-like hex>`.
-pub fn default_identity() -> String {
-    use ring::rand::SecureRandom;
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
-    let mut b = [0u8; 16];
-    ring::rand::SystemRandom::new().fill(&mut b).expect("the system RNG works");
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}_{}-{}-{}-{}-{}",
-        if host.is_empty() { "rkube" } else { &host },
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
+pub use rkube_client::leader::default_identity;
 
 /// Runs the manager until `shutdown` completes: campaign for the lease,
 /// run the enabled controllers while leader, stop them when leadership is

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use rkube_apiserver::health::{Endpoint, Health};
+use rkube_apiserver::health::Health;
 use rkube_controllers::client::ApiEndpoint;
 use rkube_controllers::{ManagerConfig, Settings};
 use rkube_pki::ClusterPki;
@@ -81,14 +81,8 @@ pub fn spawn(setup: Setup, health: Health) -> Handle {
             let _ = stopped.await;
         };
         tokio::pin!(stopped);
-        loop {
-            if health.evaluate(Endpoint::Readyz, &[]).await.passed() {
-                break;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                _ = &mut stopped => return,
-            }
+        if !crate::ready::wait_until_ready(&health, &mut stopped).await {
+            return;
         }
         let admin = rkube_controllers::client::with_certificate(&config.endpoint, &admin.cert_pem, &admin.key_pem);
         match admin {

@@ -13,6 +13,7 @@ use tracing_subscriber::EnvFilter;
 mod cli;
 mod controllers;
 mod net;
+mod ready;
 mod scheduler;
 mod server;
 mod token;

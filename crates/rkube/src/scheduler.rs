@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use anyhow::anyhow;
-use rkube_apiserver::health::{Endpoint, Health};
+use rkube_apiserver::health::Health;
 use rkube_client::client::ApiEndpoint;
 use rkube_pki::ClusterPki;
 use tokio::sync::oneshot;
@@ -64,14 +64,8 @@ pub fn spawn(setup: Setup, health: Health) -> Handle {
             let _ = stopped.await;
         };
         tokio::pin!(stopped);
-        loop {
-            if health.evaluate(Endpoint::Readyz, &[]).await.passed() {
-                break;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                _ = &mut stopped => return,
-            }
+        if !crate::ready::wait_until_ready(&health, &mut stopped).await {
+            return;
         }
         let client = match rkube_client::client::with_certificate(&setup.endpoint, &setup.cert_pem, &setup.key_pem) {
             Ok(c) => c,
@@ -83,7 +77,7 @@ pub fn spawn(setup: Setup, health: Health) -> Handle {
         let cfg = rkube_scheduler::RunConfig {
             client,
             config: setup.config,
-            identity: rkube_controllers::manager::default_identity(),
+            identity: rkube_client::leader::default_identity(),
             leader_elect: true,
             seed: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64),
         };
