@@ -189,13 +189,20 @@ fn pods_are_bound_reported_and_placed_as_upstream() {
     std::thread::sleep(Duration::from_secs(2));
     let p = get_pod(&s, "gated");
     assert!(p["spec"]["nodeName"].is_null());
-    // (The SchedulingGated condition is the API server's to set on create.)
-    assert!(condition(&p).is_none_or(|c| c["status"] != "True"));
+    // The API server marks it on create, as upstream's pod strategy does.
+    let c = condition(&p).expect("a gated pod starts with a PodScheduled condition");
+    assert_eq!((&c["status"], &c["reason"]), (&json!("False"), &json!("SchedulingGated")));
+    assert_eq!(c["message"], "Scheduling is blocked due to non-empty scheduling gates");
+    assert!(kubectl_ok(&s, &["get", "pod", "gated"]).contains("SchedulingGated"));
     kubectl_ok(
         &s,
         &["patch", "pod", "gated", "--type=json", "-p", r#"[{"op":"remove","path":"/spec/schedulingGates"}]"#],
     );
     wait_bound(&s, "gated");
+    wait_for(&s, "the gated pod's PodScheduled condition to turn True", || {
+        condition(&get_pod(&s, "gated"))
+            .is_some_and(|c| c["status"] == "True" && c.get("reason").is_none_or(Value::is_null))
+    });
 
     // The scheduler holds its lease as upstream's kube-scheduler.
     let lease: Value =

@@ -50,6 +50,8 @@ impl Strategy for Pod {
         reset_status(obj);
         let qos = qos_class(obj);
         obj["status"] = json!({"phase": "Pending", "qosClass": qos});
+        apply_scheduling_gated_condition(obj);
+        merge_affinity_label_keys(obj);
     }
 
     fn validate_create(&self, obj: &Value) -> Vec<StatusCause> {
@@ -82,6 +84,68 @@ impl Strategy for Pod {
             period = 0;
         }
         Some(period.max(0))
+    }
+}
+
+/// A new pod with scheduling gates starts with `PodScheduled` False,
+/// reason `SchedulingGated` (upstream `applySchedulingGatedCondition`), so
+/// `kubectl get pods` shows it as `SchedulingGated` before any scheduler
+/// has seen it.
+fn apply_scheduling_gated_condition(obj: &mut Value) {
+    if obj["spec"]["schedulingGates"].as_array().is_none_or(Vec::is_empty) {
+        return;
+    }
+    obj["status"]["conditions"] = json!([{
+        "type": "PodScheduled",
+        "status": "False",
+        "lastTransitionTime": crate::meta::now(),
+        "reason": "SchedulingGated",
+        "message": "Scheduling is blocked due to non-empty scheduling gates",
+    }]);
+}
+
+/// Pod (anti-)affinity terms' `matchLabelKeys` and `mismatchLabelKeys`
+/// become `In` / `NotIn` requirements on the pod's own label values in
+/// the term's `labelSelector` (upstream `mutatePodAffinity`,
+/// MatchLabelKeysInPodAffinity, on by default in 1.33). A key the pod does
+/// not carry adds nothing; a term without a labelSelector stays
+/// match-nothing.
+fn merge_affinity_label_keys(obj: &mut Value) {
+    let labels = obj["metadata"]["labels"].as_object().cloned().unwrap_or_default();
+    let Some(affinity) = obj.pointer_mut("/spec/affinity").and_then(Value::as_object_mut) else { return };
+    for kind in ["podAffinity", "podAntiAffinity"] {
+        let Some(a) = affinity.get_mut(kind).and_then(Value::as_object_mut) else { continue };
+        if let Some(terms) = a.get_mut("requiredDuringSchedulingIgnoredDuringExecution").and_then(Value::as_array_mut) {
+            terms.iter_mut().for_each(|t| merge_term_label_keys(t, &labels));
+        }
+        if let Some(terms) = a.get_mut("preferredDuringSchedulingIgnoredDuringExecution").and_then(Value::as_array_mut)
+        {
+            terms
+                .iter_mut()
+                .filter_map(|t| t.get_mut("podAffinityTerm"))
+                .for_each(|t| merge_term_label_keys(t, &labels));
+        }
+    }
+}
+
+fn merge_term_label_keys(term: &mut Value, labels: &Map<String, Value>) {
+    let mut requirements = Vec::new();
+    for (field, operator) in [("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")] {
+        for key in term[field].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            if let Some(value) = labels.get(key) {
+                requirements.push(json!({"key": key, "operator": operator, "values": [value]}));
+            }
+        }
+    }
+    let Some(selector) = term.get_mut("labelSelector").and_then(Value::as_object_mut) else { return };
+    if requirements.is_empty() {
+        return;
+    }
+    let exprs = selector.entry("matchExpressions").or_insert_with(|| json!([]));
+    if let Some(list) = exprs.as_array_mut() {
+        list.extend(requirements);
+    } else {
+        *exprs = Value::Array(requirements);
     }
 }
 
@@ -261,6 +325,52 @@ pub fn qos_class(pod: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gated_pods_start_scheduling_gated_as_upstream() {
+        let mut pod = json!({"spec": {"schedulingGates": [{"name": "g"}], "containers": [{"name": "c"}]}});
+        Pod.prepare_for_create(&mut pod);
+        let c = &pod["status"]["conditions"][0];
+        assert_eq!(
+            (&c["type"], &c["status"], &c["reason"]),
+            (&json!("PodScheduled"), &json!("False"), &json!("SchedulingGated"))
+        );
+        assert_eq!(c["message"], "Scheduling is blocked due to non-empty scheduling gates");
+        let mut ungated = json!({"spec": {"containers": [{"name": "c"}]}});
+        Pod.prepare_for_create(&mut ungated);
+        assert!(ungated["status"].get("conditions").is_none());
+    }
+
+    #[test]
+    fn affinity_label_keys_merge_into_the_selector_as_upstream() {
+        // Upstream's mutatePodAffinity: matchLabelKeys → In, mismatchLabelKeys →
+        // NotIn with the pod's own values; absent keys and nil selectors add nothing.
+        let mut pod = json!({
+            "metadata": {"labels": {"app": "web", "tenant": "a"}},
+            "spec": {"containers": [{"name": "c"}], "affinity": {
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "zone", "labelSelector": {"matchLabels": {"x": "y"}},
+                     "matchLabelKeys": ["app", "missing"], "mismatchLabelKeys": ["tenant"]},
+                    {"topologyKey": "zone", "matchLabelKeys": ["app"]}
+                ]},
+                "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "podAffinityTerm": {"topologyKey": "h", "labelSelector": {}, "matchLabelKeys": ["app"]}}
+                ]}
+            }}
+        });
+        Pod.prepare_for_create(&mut pod);
+        let a = &pod["spec"]["affinity"];
+        assert_eq!(
+            a["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"]["matchExpressions"],
+            json!([{"key": "app", "operator": "In", "values": ["web"]}, {"key": "tenant", "operator": "NotIn", "values": ["a"]}])
+        );
+        assert!(a["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][1].get("labelSelector").is_none());
+        assert_eq!(
+            a["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+                ["labelSelector"]["matchExpressions"],
+            json!([{"key": "app", "operator": "In", "values": ["web"]}])
+        );
+    }
 
     #[test]
     fn pod_defaults_match_upstream() {
