@@ -71,6 +71,15 @@ use crate::storage::watch::{error_event, Event, EventType, SharedObject, WatchOp
 use crate::storage::{continue_token, ListResult, Predicate};
 
 mod encoded;
+
+/// How many CPUs list decoding may use, read once: on Linux every
+/// `available_parallelism` call re-reads the cgroup quota files, which
+/// showed in profiles of list-heavy admission.
+fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -471,7 +480,7 @@ fn list_entries(
     predicate: &Predicate,
     limit: Option<usize>,
 ) -> Result<ListResult, ApiError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cpus();
     if limit.is_some() || entries.len() < PARALLEL_DECODE_MIN || threads < 2 {
         return list_page(form, prefix, entries, revision, predicate, limit);
     }
@@ -636,7 +645,7 @@ impl Inner {
                 })
                 .collect()
         };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = cpus();
         if kvs.len() < PARALLEL_DECODE_MIN || threads < 2 {
             return convert(&kvs).into_iter().collect();
         }
