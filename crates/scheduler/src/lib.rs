@@ -34,7 +34,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::api::Api;
@@ -124,6 +127,10 @@ async fn run_leader(
         csi_nodes: Arc::new(StoreLister(store!(CSINode, Some(EventResource::CSINode)))),
         pdbs: Arc::new(StoreLister(store!(PodDisruptionBudget, None))),
         namespaces: Arc::new(StoreLister(store!(Namespace, Some(EventResource::Namespace)))),
+        services: Arc::new(StoreLister(store!(Service, None))),
+        replication_controllers: Arc::new(StoreLister(store!(ReplicationController, None))),
+        replica_sets: Arc::new(StoreLister(store!(ReplicaSet, None))),
+        stateful_sets: Arc::new(StoreLister(store!(StatefulSet, None))),
     };
     let handle = Handle { listers, client: Some(client.clone()) };
     let profiles = build_profiles(&cfg.config, &handle)?;

@@ -11,7 +11,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
@@ -350,6 +351,15 @@ pub struct Listers {
     pub pdbs: Arc<dyn Lister<PodDisruptionBudget>>,
     /// Namespaces.
     pub namespaces: Arc<dyn Lister<Namespace>>,
+    /// Services (PodTopologySpread's default constraints select pods as
+    /// their Services and owners do).
+    pub services: Arc<dyn Lister<Service>>,
+    /// ReplicationControllers.
+    pub replication_controllers: Arc<dyn Lister<ReplicationController>>,
+    /// ReplicaSets.
+    pub replica_sets: Arc<dyn Lister<ReplicaSet>>,
+    /// StatefulSets.
+    pub stateful_sets: Arc<dyn Lister<StatefulSet>>,
 }
 
 impl Default for Listers {
@@ -361,6 +371,10 @@ impl Default for Listers {
             csi_nodes: Arc::new(StaticLister(HashMap::new())),
             pdbs: Arc::new(StaticLister(HashMap::new())),
             namespaces: Arc::new(StaticLister(HashMap::new())),
+            services: Arc::new(StaticLister(HashMap::new())),
+            replication_controllers: Arc::new(StaticLister(HashMap::new())),
+            replica_sets: Arc::new(StaticLister(HashMap::new())),
+            stateful_sets: Arc::new(StaticLister(HashMap::new())),
         }
     }
 }
@@ -382,9 +396,21 @@ pub struct Handle {
 /// `RunFilterPluginsWithNominatedPods` does.
 pub trait FilterRunner: Send + Sync {
     /// Every enabled PreFilter plugin's AddPod extension.
-    fn run_pre_filter_add_pod(&self, state: &mut CycleState, pod: &PodInfo, to_add: &Arc<PodInfo>, node: &NodeInfo) -> Status;
+    fn run_pre_filter_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_add: &Arc<PodInfo>,
+        node: &NodeInfo,
+    ) -> Status;
     /// Every enabled PreFilter plugin's RemovePod extension.
-    fn run_pre_filter_remove_pod(&self, state: &mut CycleState, pod: &PodInfo, to_remove: &PodInfo, node: &NodeInfo) -> Status;
+    fn run_pre_filter_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_remove: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
     /// The Filter plugins on `node`, with nominated pods added.
     fn run_filter_with_nominated_pods(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
 }
@@ -421,7 +447,12 @@ pub trait Plugin: Send + Sync {
 
     /// PreFilter: computes cycle state; may narrow the nodes, skip its
     /// Filter (Skip), or reject the pod outright.
-    fn pre_filter(&self, _state: &mut CycleState, _pod: &PodInfo, _snapshot: &Snapshot) -> (Option<PreFilterResult>, Status) {
+    fn pre_filter(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
         (None, Status::success())
     }
 

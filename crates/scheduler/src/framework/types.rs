@@ -205,7 +205,8 @@ impl AffinityTerm {
         let ns = pod.metadata.namespace.as_deref().unwrap_or("");
         let empty = BTreeMap::new();
         let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
-        (self.namespaces.contains(ns) || self.namespace_selector.matches(namespace_labels)) && self.selector.matches(labels)
+        (self.namespaces.contains(ns) || self.namespace_selector.matches(namespace_labels))
+            && self.selector.matches(labels)
     }
 }
 
@@ -336,10 +337,7 @@ impl HostPortInfo {
         if port <= 0 {
             return;
         }
-        self.0
-            .entry(host_ip(ip).to_string())
-            .or_default()
-            .insert(ProtocolPort { protocol: protocol(proto), port });
+        self.0.entry(host_ip(ip).to_string()).or_default().insert(ProtocolPort { protocol: protocol(proto), port });
     }
 
     /// Forgets `port` on `ip`.
@@ -569,8 +567,7 @@ impl Snapshot {
             return;
         }
         if info.image_states.iter().any(|(k, s)| s.num_nodes != old.image_states[k].num_nodes) {
-            let counts: Vec<(String, usize)> =
-                old.image_states.iter().map(|(k, s)| (k.clone(), s.num_nodes)).collect();
+            let counts: Vec<(String, usize)> = old.image_states.iter().map(|(k, s)| (k.clone(), s.num_nodes)).collect();
             let m = Arc::make_mut(&mut info);
             for (k, n) in counts {
                 if let Some(s) = m.image_states.get_mut(&k) {
@@ -626,7 +623,8 @@ mod tests {
     use serde_json::json;
 
     fn pod(spec: serde_json::Value) -> Pod {
-        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": spec})).unwrap()
+        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": spec}))
+            .unwrap()
     }
 
     #[test]

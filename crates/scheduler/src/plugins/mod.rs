@@ -9,19 +9,19 @@ pub mod defaultpreemption;
 pub mod helper;
 pub mod image_locality;
 pub mod interpodaffinity;
-pub mod podtopologyspread;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_unschedulable;
 pub mod noderesources;
+pub mod podtopologyspread;
 pub mod priority_sort;
 pub mod scheduling_gates;
 pub mod taint_toleration;
-pub mod volume_binding;
-pub mod volume_restrictions;
 #[cfg(test)]
 pub mod testing;
+pub mod volume_binding;
+pub mod volume_restrictions;
 
 /// Every plugin rkube knows, by upstream name, with its factory.
 pub fn registry() -> Vec<(&'static str, PluginFactory)> {

@@ -12,11 +12,9 @@
 //! zone maxSkew 5, both ScheduleAnyway) apply to a pod with no constraints
 //! of its own, with the selector of the Services, ReplicationControllers,
 //! ReplicaSets and StatefulSets that select it (upstream
-//! `helper.DefaultSelector`). rkube's scheduler does not list those kinds
-//! yet, so that selector comes from an injectable [`DefaultSelectorSource`]
-//! ([`ListerSelectorSource`] computes it from listers of those kinds); the
-//! registry's plugin has none, so defaults do not apply until one is wired
-//! in.
+//! `helper.DefaultSelector`), computed by [`ListerSelectorSource`] from the
+//! scheduler's informers of those kinds (tests may inject another
+//! [`DefaultSelectorSource`]).
 
 mod common;
 mod default_selector;
@@ -118,9 +116,25 @@ fn parse_args(args: Option<&serde_json::Value>) -> Result<PodTopologySpreadArgs,
     Ok(args)
 }
 
-/// Builds the plugin from `PodTopologySpreadArgs` (no default-selector source).
-pub fn new(args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
-    Ok(Arc::new(PodTopologySpread::with_selector_source(args, None)?))
+/// Builds the plugin from `PodTopologySpreadArgs`; default constraints
+/// select pods as their Services, ReplicationControllers, ReplicaSets and
+/// StatefulSets do (upstream `DefaultSelector`), read from the handle's listers.
+pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, String> {
+    Ok(Arc::new(PodTopologySpread::from_handle(args, handle)?))
+}
+
+impl PodTopologySpread {
+    /// The plugin [`new`] registers, as its concrete type.
+    pub fn from_handle(args: Option<&serde_json::Value>, handle: &Handle) -> Result<PodTopologySpread, String> {
+        let l = &handle.listers;
+        let source = default_selector::ListerSelectorSource {
+            services: l.services.clone(),
+            replication_controllers: l.replication_controllers.clone(),
+            replica_sets: l.replica_sets.clone(),
+            stateful_sets: l.stateful_sets.clone(),
+        };
+        PodTopologySpread::with_selector_source(args, Some(Arc::new(source)))
+    }
 }
 
 impl PodTopologySpread {

@@ -499,8 +499,19 @@ fn system_default_constraints_score_pods_selected_by_a_service() {
     assert_eq!(run_score(&pl, &p, &pods, &nodes, &[]), Some(vec![44, 66, 77, 100]));
     // A pod no Service selects gets no default constraints.
     assert_eq!(run_score(&pl, &existing("p", "", &["bar"]), &pods, &nodes, &[]), None);
-    // Without a selector source (the registry's plugin) no default applies.
+    // Without a selector source no default applies.
     assert_eq!(run_score(&plugin(), &p, &pods, &nodes, &[]), None);
+    // The registered plugin reads the Services from the scheduler's listers.
+    let mut handle = crate::framework::Handle::default();
+    let svc: k8s_openapi::api::core::v1::Service = serde_json::from_value(
+        json!({"metadata": {"name": "s", "namespace": "default"}, "spec": {"selector": {"foo": ""}}}),
+    )
+    .unwrap();
+    handle.listers.services = Arc::new(crate::framework::StaticLister::new(vec![svc]));
+    let registered = PodTopologySpread::from_handle(None, &handle).unwrap();
+    assert_eq!(run_score(&registered, &p, &pods, &nodes, &[]), Some(vec![44, 66, 77, 100]));
+    let unselected = PodTopologySpread::from_handle(None, &crate::framework::Handle::default()).unwrap();
+    assert_eq!(run_score(&unselected, &p, &pods, &nodes, &[]), None);
 }
 
 #[test]
