@@ -175,7 +175,12 @@ fn rotating_keys_new_key_first_reads_old_secrets_and_rewrites_with_the_new_key()
     );
     let (code, _) = server.get("/api/v1/namespaces/default/secrets/new");
     assert_eq!(code, 200);
-    assert!(server.logs().contains("failed to decrypt data"));
+    // The server's stderr reaches `logs()` through a reader thread: give it time.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server.logs().contains("failed to decrypt data") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(server.logs().contains("failed to decrypt data"), "{}", server.logs());
     drop(server);
 }
 
