@@ -3,10 +3,10 @@
 //! PDBs and Namespaces are reflector stores the plugins read as
 //! [`Lister`]s, and their changes are cluster events for the queue.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -20,38 +20,100 @@ use crate::cache::Cache;
 use crate::framework::{action, ClusterEvent, EventResource, Lister, PodInfo};
 use crate::queue::SchedulingQueue;
 
-/// A reflector [`Store`] as a [`Lister`].
-pub struct StoreLister<K: Resource<DynamicType = ()> + Clone + 'static>(pub Store<K>);
+/// A reflector [`Store`] as a [`Lister`], with a namespace index so that
+/// namespaced reads (upstream's `Services(ns).List`) do not walk the
+/// whole cluster.
+#[derive(Clone)]
+pub struct StoreLister<K: Resource<DynamicType = ()> + Clone + 'static> {
+    store: Store<K>,
+    by_namespace: Arc<RwLock<HashMap<String, BTreeSet<String>>>>,
+}
 
-impl<K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static> Lister<K> for StoreLister<K> {
+impl<K: Resource<DynamicType = ()> + Clone + 'static> StoreLister<K> {
+    /// A lister over `store` whose index is kept by [`StoreLister::observe`].
+    pub fn new(store: Store<K>) -> Self {
+        StoreLister { store, by_namespace: Default::default() }
+    }
+
+    /// Updates the namespace index after the store applied `ev`. A relist
+    /// (`InitDone`) rebuilds it from the store.
+    pub fn observe(&self, ev: &Event<K>) {
+        let mut index = self.by_namespace.write().unwrap_or_else(|e| e.into_inner());
+        let ns_name = |o: &K| {
+            let m = o.meta();
+            (m.namespace.clone().unwrap_or_default(), m.name.clone().unwrap_or_default())
+        };
+        match ev {
+            Event::Apply(o) => {
+                let (ns, name) = ns_name(o);
+                index.entry(ns).or_default().insert(name);
+            }
+            Event::Delete(o) => {
+                let (ns, name) = ns_name(o);
+                if let Some(set) = index.get_mut(&ns) {
+                    set.remove(&name);
+                    if set.is_empty() {
+                        index.remove(&ns);
+                    }
+                }
+            }
+            Event::InitDone => {
+                index.clear();
+                for o in self.store.state() {
+                    let (ns, name) = ns_name(&o);
+                    index.entry(ns).or_default().insert(name);
+                }
+            }
+            Event::Init | Event::InitApply(_) => {}
+        }
+    }
+}
+
+impl<K> Lister<K> for StoreLister<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
     fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
         let mut r = ObjectRef::new(name);
         if !namespace.is_empty() {
             r = r.within(namespace);
         }
-        self.0.get(&r)
+        self.store.get(&r)
     }
     fn list(&self) -> Vec<Arc<K>> {
-        self.0.state()
+        self.store.state()
+    }
+    fn list_namespace(&self, namespace: &str) -> Vec<Arc<K>>
+    where
+        K: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+    {
+        let index = self.by_namespace.read().unwrap_or_else(|e| e.into_inner());
+        let Some(names) = index.get(namespace) else { return Vec::new() };
+        names.iter().filter_map(|n| self.get(namespace, n)).collect()
     }
 }
 
 /// Starts a reflector for `K` over all namespaces; each change is passed
-/// to `on_event` as a cluster event on `resource`. Returns the store.
+/// to `on_event` as a cluster event on `resource`. Returns the lister.
 pub fn spawn_store<K>(
     client: kube::Client,
     resource: EventResource,
     on_event: impl Fn(ClusterEvent) + Send + 'static,
-) -> (Store<K>, tokio::task::JoinHandle<()>)
+) -> (StoreLister<K>, tokio::task::JoinHandle<()>)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     let (store, writer) = reflector::store::<K>();
+    let lister = StoreLister::new(store);
     let api: Api<K> = Api::all(client);
     let stream = reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()));
+    let index = lister.clone();
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(ev) = stream.next().await {
+            if let Ok(ev) = &ev {
+                index.observe(ev);
+            }
             let actions = match ev {
                 Ok(Event::Apply(_)) => action::ADD | action::UPDATE,
                 Ok(Event::Delete(_)) => action::DELETE,
@@ -65,7 +127,7 @@ where
             on_event(ClusterEvent { resource, actions });
         }
     });
-    (store, task)
+    (lister, task)
 }
 
 fn node_name(p: &Pod) -> &str {
@@ -289,4 +351,52 @@ where
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::ObjectMeta;
+
+    fn svc(ns: &str, name: &str) -> Service {
+        Service {
+            metadata: ObjectMeta { namespace: Some(ns.into()), name: Some(name.into()), ..Default::default() },
+            ..Default::default()
+        }
+    }
+
+    fn names(v: Vec<Arc<Service>>) -> Vec<String> {
+        let mut n: Vec<String> = v.iter().map(|s| s.metadata.name.clone().unwrap()).collect();
+        n.sort();
+        n
+    }
+
+    #[test]
+    fn namespace_index_follows_applies_deletes_and_relists() {
+        let (store, mut writer) = reflector::store::<Service>();
+        let lister = StoreLister::new(store);
+        let mut apply = |ev: Event<Service>| {
+            writer.apply_watcher_event(&ev);
+            lister.observe(&ev);
+        };
+        apply(Event::Init);
+        apply(Event::InitApply(svc("a", "s1")));
+        apply(Event::InitApply(svc("b", "s2")));
+        apply(Event::InitDone);
+        apply(Event::Apply(svc("a", "s3")));
+        assert_eq!(names(lister.list_namespace("a")), ["s1", "s3"]);
+        assert_eq!(names(lister.list_namespace("b")), ["s2"]);
+        apply(Event::Delete(svc("a", "s1")));
+        assert_eq!(names(lister.list_namespace("a")), ["s3"]);
+        assert!(lister.list_namespace("c").is_empty());
+        // A relist replaces everything: s3 and s2 are gone.
+        apply(Event::Init);
+        apply(Event::InitApply(svc("c", "s4")));
+        apply(Event::InitDone);
+        assert!(lister.list_namespace("a").is_empty());
+        assert!(lister.list_namespace("b").is_empty());
+        assert_eq!(names(lister.list_namespace("c")), ["s4"]);
+        assert_eq!(names(lister.list()), ["s4"]);
+    }
 }

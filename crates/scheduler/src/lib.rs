@@ -121,16 +121,16 @@ async fn run_leader(
         }};
     }
     let listers = Listers {
-        pvcs: Arc::new(StoreLister(store!(PersistentVolumeClaim, Some(EventResource::PersistentVolumeClaim)))),
-        pvs: Arc::new(StoreLister(store!(PersistentVolume, Some(EventResource::PersistentVolume)))),
-        storage_classes: Arc::new(StoreLister(store!(StorageClass, Some(EventResource::StorageClass)))),
-        csi_nodes: Arc::new(StoreLister(store!(CSINode, Some(EventResource::CSINode)))),
-        pdbs: Arc::new(StoreLister(store!(PodDisruptionBudget, None))),
-        namespaces: Arc::new(StoreLister(store!(Namespace, Some(EventResource::Namespace)))),
-        services: Arc::new(StoreLister(store!(Service, None))),
-        replication_controllers: Arc::new(StoreLister(store!(ReplicationController, None))),
-        replica_sets: Arc::new(StoreLister(store!(ReplicaSet, None))),
-        stateful_sets: Arc::new(StoreLister(store!(StatefulSet, None))),
+        pvcs: Arc::new(store!(PersistentVolumeClaim, Some(EventResource::PersistentVolumeClaim))),
+        pvs: Arc::new(store!(PersistentVolume, Some(EventResource::PersistentVolume))),
+        storage_classes: Arc::new(store!(StorageClass, Some(EventResource::StorageClass))),
+        csi_nodes: Arc::new(store!(CSINode, Some(EventResource::CSINode))),
+        pdbs: Arc::new(store!(PodDisruptionBudget, None)),
+        namespaces: Arc::new(store!(Namespace, Some(EventResource::Namespace))),
+        services: Arc::new(store!(Service, None)),
+        replication_controllers: Arc::new(store!(ReplicationController, None)),
+        replica_sets: Arc::new(store!(ReplicaSet, None)),
+        stateful_sets: Arc::new(store!(StatefulSet, None)),
     };
     let handle = Handle { listers, client: Some(client.clone()) };
     let profiles = build_profiles(&cfg.config, &handle)?;
@@ -227,7 +227,7 @@ fn spawn_store_deferred<K>(
     client: kube::Client,
     resource: Option<EventResource>,
     queue: Arc<std::sync::OnceLock<Arc<queue::SchedulingQueue>>>,
-) -> (kube::runtime::reflector::Store<K>, tokio::task::JoinHandle<()>)
+) -> (StoreLister<K>, tokio::task::JoinHandle<()>)
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {

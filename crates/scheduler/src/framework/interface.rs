@@ -307,6 +307,15 @@ pub trait Lister<T>: Send + Sync {
     fn get(&self, namespace: &str, name: &str) -> Option<Arc<T>>;
     /// Every object.
     fn list(&self) -> Vec<Arc<T>>;
+    /// The objects of one namespace (upstream's namespaced lister), in no
+    /// particular order. The default walks [`Lister::list`]; informer
+    /// listers answer from a namespace index instead.
+    fn list_namespace(&self, namespace: &str) -> Vec<Arc<T>>
+    where
+        T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+    {
+        self.list().into_iter().filter(|o| o.metadata().namespace.as_deref().unwrap_or("") == namespace).collect()
+    }
 }
 
 /// A [`Lister`] over a fixed set of objects.

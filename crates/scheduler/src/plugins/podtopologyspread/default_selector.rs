@@ -35,10 +35,7 @@ impl DefaultSelectorSource for ListerSelectorSource {
         // Services, RCs and the owner all select the pod, so their labels
         // cannot conflict: merging is safe (as upstream).
         let mut labels: BTreeMap<String, String> = BTreeMap::new();
-        for svc in self.services.list() {
-            if svc.metadata.namespace.as_deref().unwrap_or("") != ns {
-                continue;
-            }
+        for svc in self.services.list_namespace(ns) {
             // A nil selector matches nothing (not everything).
             let Some(sel) = svc.spec.as_ref().and_then(|s| s.selector.as_ref()) else { continue };
             if LabelSelector::from_set(sel.iter().map(|(k, v)| (k.as_str(), v.as_str()))).matches(pod_labels) {
