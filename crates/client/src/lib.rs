@@ -7,11 +7,13 @@
 //! - [`leader`]: leader election over a coordination.k8s.io Lease, as
 //!   client-go's `leaderelection` with a `LeaseLock`;
 //! - [`errors`]: reading API errors (404, 409, …) the way controllers test them;
+//! - [`events`]: core/v1 Events as upstream controllers record them;
 //! - [`pem`]: the PEM helpers both need.
 
 #![warn(missing_docs)]
 
 pub mod client;
 pub mod errors;
+pub mod events;
 pub mod leader;
 pub mod pem;

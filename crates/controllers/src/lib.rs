@@ -26,7 +26,7 @@
 
 #![warn(missing_docs)]
 
-pub use rkube_client::{client, leader, pem};
+pub use rkube_client::{client, events, leader, pem};
 
 pub mod bootstraptoken;
 pub mod credentials;

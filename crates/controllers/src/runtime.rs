@@ -124,6 +124,8 @@ pub struct Ctx {
     pub backoff: Backoff,
     /// What the manager was configured with.
     pub settings: Arc<crate::manager::Settings>,
+    /// Posts the controller's events (as its own client, component = its name).
+    pub recorder: crate::events::Recorder,
 }
 
 impl Ctx {
@@ -134,7 +136,9 @@ impl Ctx {
         reader: kube::Client,
         settings: Arc<crate::manager::Settings>,
     ) -> Arc<Ctx> {
-        Arc::new(Ctx { name, client, reader, backoff: Backoff::default(), settings })
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+        let recorder = crate::events::Recorder::new(client.clone(), name, &host);
+        Arc::new(Ctx { name, client, reader, backoff: Backoff::default(), settings, recorder })
     }
 
     /// Marks `key` reconciled and returns `action`.
