@@ -30,45 +30,77 @@ impl Recorder {
     pub fn eventf(&self, controller: &str, pod: &Pod, type_: &str, reason: &str, action: &str, note: String) {
         tracing::debug!(component = "kube-scheduler", reason, note = %note, "event");
         let Some(client) = self.client.clone() else { return };
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-        let now = jiff::Timestamp::now();
-        let mut note = note;
-        if note.len() > MAX_NOTE_LEN {
-            let mut cut = MAX_NOTE_LEN;
-            while !note.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            note.truncate(cut);
+        let event = new_event(controller, &self.instance_suffix, pod, None, type_, reason, action, note);
+        tokio::spawn(post(client, event));
+    }
+}
+
+/// The hostname reportingInstance ends with (`<controller>-<hostname>`).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "rkube".into())
+}
+
+/// A reference to `pod` as events carry it.
+pub fn pod_reference(pod: &Pod) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: pod.metadata.name.clone(),
+        namespace: pod.metadata.namespace.clone(),
+        uid: pod.metadata.uid.clone(),
+        resource_version: pod.metadata.resource_version.clone(),
+        ..Default::default()
+    }
+}
+
+/// An events.k8s.io/v1 Event about `regarding` (and `related`, e.g. the
+/// preemptor of a `Preempted` victim) reported by `controller` from the
+/// host `host`; the note is cut at 1 KiB as upstream.
+#[allow(clippy::too_many_arguments)]
+pub fn new_event(
+    controller: &str,
+    host: &str,
+    regarding: &Pod,
+    related: Option<&Pod>,
+    type_: &str,
+    reason: &str,
+    action: &str,
+    mut note: String,
+) -> Event {
+    let now = jiff::Timestamp::now();
+    if note.len() > MAX_NOTE_LEN {
+        let mut cut = MAX_NOTE_LEN;
+        while !note.is_char_boundary(cut) {
+            cut -= 1;
         }
-        let event = Event {
-            metadata: ObjectMeta {
-                name: Some(format!("{}.{:x}", pod.metadata.name.as_deref().unwrap_or(""), now.as_nanosecond())),
-                namespace: Some(ns.clone()),
-                ..Default::default()
-            },
-            event_time: Some(MicroTime(now)),
-            type_: Some(type_.into()),
-            reason: Some(reason.into()),
-            action: Some(action.into()),
-            note: Some(note),
-            reporting_controller: Some(controller.into()),
-            reporting_instance: Some(format!("{controller}-{}", self.instance_suffix)),
-            regarding: Some(ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                name: pod.metadata.name.clone(),
-                namespace: pod.metadata.namespace.clone(),
-                uid: pod.metadata.uid.clone(),
-                resource_version: pod.metadata.resource_version.clone(),
-                ..Default::default()
-            }),
+        note.truncate(cut);
+    }
+    Event {
+        metadata: ObjectMeta {
+            name: Some(format!("{}.{:x}", regarding.metadata.name.as_deref().unwrap_or(""), now.as_nanosecond())),
+            namespace: Some(regarding.metadata.namespace.clone().unwrap_or_else(|| "default".into())),
             ..Default::default()
-        };
-        tokio::spawn(async move {
-            let api: Api<Event> = Api::namespaced(client, &ns);
-            if let Err(e) = api.create(&PostParams::default(), &event).await {
-                tracing::warn!(component = "kube-scheduler", error = %e, "cannot record an event");
-            }
-        });
+        },
+        event_time: Some(MicroTime(now)),
+        type_: Some(type_.into()),
+        reason: Some(reason.into()),
+        action: Some(action.into()),
+        note: Some(note),
+        reporting_controller: Some(controller.into()),
+        reporting_instance: Some(format!("{controller}-{host}")),
+        regarding: Some(pod_reference(regarding)),
+        related: related.map(pod_reference),
+        ..Default::default()
+    }
+}
+
+/// Posts `event` in its namespace; a failure is logged (events are best effort).
+pub async fn post(client: kube::Client, event: Event) {
+    let ns = event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let api: Api<Event> = Api::namespaced(client, &ns);
+    if let Err(e) = api.create(&PostParams::default(), &event).await {
+        tracing::warn!(component = "kube-scheduler", reason = ?event.reason, error = %e, "cannot record an event");
     }
 }

@@ -168,7 +168,7 @@ async fn run_leader(
         queue: queue.clone(),
         cursor: Mutex::new(algorithm::Cursor::new(cfg.seed)),
         client: Some(client.clone()),
-        recorder: events::Recorder::new(Some(client.clone()), &hostname()),
+        recorder: events::Recorder::new(Some(client.clone()), &events::hostname()),
         lookup: Some(Arc::new(move |ns: &str, name: &str| lookup_store.get(&ObjectRef::new(name).within(ns)))),
     });
     // Wait for the caches (upstream WaitForCacheSync).
@@ -236,10 +236,4 @@ where
             q.move_all_to_active_or_backoff(e);
         }
     })
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "rkube".into())
 }

@@ -4,14 +4,12 @@
 //! then a `Preempted` event; finally lower-priority pods nominated to the
 //! node lose their nomination so they are scheduled elsewhere.
 
-use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::candidates::{priority, Candidate};
+use crate::events;
 use crate::framework::PodInfo;
 
 const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -47,18 +45,6 @@ fn has_condition(victim: &Pod, cond: &serde_json::Value) -> bool {
     })
 }
 
-fn reference(pod: &Pod) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Pod".into()),
-        name: pod.metadata.name.clone(),
-        namespace: pod.metadata.namespace.clone(),
-        uid: pod.metadata.uid.clone(),
-        resource_version: pod.metadata.resource_version.clone(),
-        ..Default::default()
-    }
-}
-
 /// Evicts one victim. Err: an API error other than the victim being gone.
 async fn preempt_pod(client: &kube::Client, node: &str, preemptor: &Pod, victim: &Pod) -> Result<(), String> {
     let ns = victim.metadata.namespace.as_deref().unwrap_or("default");
@@ -89,31 +75,19 @@ async fn preempt_pod(client: &kube::Client, node: &str, preemptor: &Pod, victim:
 /// `Preempted` (action `Preempting`) on the victim, related to the
 /// preemptor: "Preempted by pod <uid> on node <node>". Best effort.
 async fn record_preempted_event(client: &kube::Client, node: &str, preemptor: &Pod, victim: &Pod) {
-    let ns = victim.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-    let now = jiff::Timestamp::now();
-    let controller = scheduler_name(preemptor).to_string();
-    let host = std::env::var("HOSTNAME").unwrap_or_default();
-    let event = Event {
-        metadata: ObjectMeta {
-            name: Some(format!("{}.{:x}", victim.metadata.name.as_deref().unwrap_or(""), now.as_nanosecond())),
-            namespace: Some(ns.clone()),
-            ..Default::default()
-        },
-        event_time: Some(MicroTime(now)),
-        reporting_controller: Some(controller.clone()),
-        reporting_instance: Some(format!("{controller}-{host}")),
-        action: Some("Preempting".into()),
-        reason: Some("Preempted".into()),
-        type_: Some("Normal".into()),
-        note: Some(format!("Preempted by pod {} on node {node}", preemptor.metadata.uid.as_deref().unwrap_or(""))),
-        regarding: Some(reference(victim)),
-        related: Some(reference(preemptor)),
-        ..Default::default()
-    };
-    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
-    if let Err(e) = events.create(&PostParams::default(), &event).await {
-        tracing::warn!(component = "kube-scheduler", error = %e, "recording the Preempted event");
-    }
+    let note = format!("Preempted by pod {} on node {node}", preemptor.metadata.uid.as_deref().unwrap_or(""));
+    let host = events::hostname();
+    let event = events::new_event(
+        scheduler_name(preemptor),
+        &host,
+        victim,
+        Some(preemptor),
+        "Normal",
+        "Preempted",
+        "Preempting",
+        note,
+    );
+    events::post(client.clone(), event).await;
 }
 
 /// Clears `status.nominatedNodeName` of the pods nominated to `node` with
