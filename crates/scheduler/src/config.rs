@@ -185,6 +185,101 @@ pub fn default_multi_point() -> Vec<PluginRef> {
 /// defaults name them, so they are skipped rather than rejected.
 pub const UNIMPLEMENTED_DEFAULTS: &[&str] = &["NodeVolumeLimits", "VolumeZone"];
 
+/// The fields of one object of the file format, and what its nested
+/// objects are (for strict decoding).
+struct Fields {
+    known: &'static [&'static str],
+    /// (field, schema of the object or of each list item).
+    nested: &'static [(&'static str, &'static Fields)],
+}
+
+/// Upstream v1 fields rkube reads or accepts. `leaderElection`,
+/// `clientConnection`, the debugging fields and `delayCacheUntilActive`
+/// are accepted and not used: rkube's scheduler runs inside the server,
+/// which owns those settings.
+const CONFIGURATION_FIELDS: Fields = Fields {
+    known: &[
+        "apiVersion",
+        "kind",
+        "parallelism",
+        "percentageOfNodesToScore",
+        "podInitialBackoffSeconds",
+        "podMaxBackoffSeconds",
+        "profiles",
+        // Only an empty list: rkube has no HTTP extenders.
+        "extenders",
+        "leaderElection",
+        "clientConnection",
+        "enableProfiling",
+        "enableContentionProfiling",
+        "delayCacheUntilActive",
+    ],
+    nested: &[("profiles", &PROFILE_FIELDS)],
+};
+const PROFILE_FIELDS: Fields = Fields {
+    known: &["schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"],
+    nested: &[("plugins", &PLUGINS_FIELDS), ("pluginConfig", &PLUGIN_CONFIG_FIELDS)],
+};
+const PLUGINS_FIELDS: Fields = Fields {
+    known: &[
+        "preEnqueue",
+        "queueSort",
+        "preFilter",
+        "filter",
+        "postFilter",
+        "preScore",
+        "score",
+        "reserve",
+        "permit",
+        "preBind",
+        "bind",
+        "postBind",
+        "multiPoint",
+    ],
+    nested: &[
+        ("preEnqueue", &PLUGIN_SET_FIELDS),
+        ("queueSort", &PLUGIN_SET_FIELDS),
+        ("preFilter", &PLUGIN_SET_FIELDS),
+        ("filter", &PLUGIN_SET_FIELDS),
+        ("postFilter", &PLUGIN_SET_FIELDS),
+        ("preScore", &PLUGIN_SET_FIELDS),
+        ("score", &PLUGIN_SET_FIELDS),
+        ("reserve", &PLUGIN_SET_FIELDS),
+        ("permit", &PLUGIN_SET_FIELDS),
+        ("preBind", &PLUGIN_SET_FIELDS),
+        ("bind", &PLUGIN_SET_FIELDS),
+        ("postBind", &PLUGIN_SET_FIELDS),
+        ("multiPoint", &PLUGIN_SET_FIELDS),
+    ],
+};
+const PLUGIN_SET_FIELDS: Fields =
+    Fields { known: &["enabled", "disabled"], nested: &[("enabled", &PLUGIN_FIELDS), ("disabled", &PLUGIN_FIELDS)] };
+const PLUGIN_FIELDS: Fields = Fields { known: &["name", "weight"], nested: &[] };
+// `args` is checked by each plugin's own args decoding.
+const PLUGIN_CONFIG_FIELDS: Fields = Fields { known: &["name", "args"], nested: &[] };
+
+/// Collects the paths of fields `schema` does not know, as upstream's
+/// strict decoder names them (`profiles[0].plugins.filter.enabled[0].nam`).
+fn unknown_fields(value: &serde_json::Value, path: &str, schema: &Fields, out: &mut Vec<String>) {
+    let Some(obj) = value.as_object() else { return };
+    for (k, v) in obj {
+        let here = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+        if !schema.known.contains(&k.as_str()) {
+            out.push(here);
+            continue;
+        }
+        let Some((_, nested)) = schema.nested.iter().find(|(f, _)| f == k) else { continue };
+        match v {
+            serde_json::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    unknown_fields(item, &format!("{here}[{i}]"), nested, out);
+                }
+            }
+            other => unknown_fields(other, &here, nested, out),
+        }
+    }
+}
+
 impl Configuration {
     /// Parses a file's content (YAML, of which JSON is a subset) and
     /// applies defaults and validation. Err: a message naming what is wrong.
@@ -197,6 +292,15 @@ impl Configuration {
             return Err(format!(
                 "no kind \"{kind}\" is registered for version \"{api_version}\" in scheme (want {API_VERSION}, Kind=KubeSchedulerConfiguration)"
             ));
+        }
+        let mut unknown = Vec::new();
+        unknown_fields(&value, "", &CONFIGURATION_FIELDS, &mut unknown);
+        if !unknown.is_empty() {
+            let list: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+            return Err(format!("strict decoding error: {}", list.join(", ")));
+        }
+        if value.get("extenders").and_then(|e| e.as_array()).is_some_and(|e| !e.is_empty()) {
+            return Err("extenders: Forbidden: scheduler extenders are not supported by rkube; use plugins".into());
         }
         let mut c: Configuration = serde_json::from_value(value).map_err(|e| format!("strict decoding error: {e}"))?;
         c.set_defaults();
@@ -385,6 +489,14 @@ mod tests {
         assert!(Configuration::parse(dup).unwrap_err().contains("profiles[1].schedulerName: Duplicate value: \"a\""));
         let unknown = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- plugins:\n    filter:\n      enabled: [{name: Nope}]\n";
         assert!(Configuration::parse(unknown).unwrap_err().contains("plugin \"Nope\" does not exist"));
+        // Strict decoding, as upstream's scheduler config loader.
+        let typo = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nparalelism: 4\nprofiles:\n- schedulerName: a\n  plugins:\n    filter:\n      enabled: [{nam: NodeName}]\n";
+        assert_eq!(
+            Configuration::parse(typo).unwrap_err(),
+            r#"strict decoding error: unknown field "paralelism", unknown field "profiles[0].plugins.filter.enabled[0].nam""#
+        );
+        let accepted = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection: {leaderElect: true}\nclientConnection: {qps: 50}\n";
+        Configuration::parse(accepted).unwrap();
         let backoff = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\npodInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2\n";
         assert!(Configuration::parse(backoff).unwrap_err().contains("podMaxBackoffSeconds"));
     }
