@@ -7,53 +7,13 @@
 
 mod support;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{TestServer, TestServerOptions, KUBECTL};
+use support::{TestServer, TestServerOptions};
 
 fn start() -> TestServer {
     TestServer::start_with(TestServerOptions { scheduler: true, ..Default::default() })
-}
-
-fn kubectl_ok(s: &TestServer, args: &[&str]) -> String {
-    let out = s.kubectl(args);
-    assert!(out.status.success(), "kubectl {args:?}: {}\n{}", String::from_utf8_lossy(&out.stderr), s.logs());
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn apply(s: &TestServer, obj: &Value) {
-    let mut child = Command::new(KUBECTL)
-        .arg("--kubeconfig")
-        .arg(s.kubeconfig())
-        .args(["create", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(obj.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "create {obj}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// Registers a node as a kubelet does (object, then its status) and clears
-/// the not-ready taint admission put on it, as the lifecycle controller
-/// does once the node is Ready.
-fn add_node(s: &TestServer, name: &str, labels: Value, taints: Value) {
-    apply(
-        s,
-        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": {"taints": taints}}),
-    );
-    let status = json!({"status": {
-        "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
-        "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]
-    }});
-    kubectl_ok(s, &["patch", "node", name, "--subresource=status", "--type=merge", "-p", &status.to_string()]);
-    kubectl_ok(s, &["taint", "nodes", name, "node.kubernetes.io/not-ready:NoSchedule-"]);
 }
 
 fn pod(name: &str, cpu: &str, extra: Value) -> Value {
@@ -66,23 +26,12 @@ fn pod(name: &str, cpu: &str, extra: Value) -> Value {
 }
 
 fn get_pod(s: &TestServer, name: &str) -> Value {
-    serde_json::from_str(&kubectl_ok(s, &["get", "pod", name, "-o", "json"])).unwrap()
-}
-
-fn wait_for(s: &TestServer, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("timed out waiting for {what}\n{}", s.logs());
+    serde_json::from_str(&s.kubectl_ok(&["get", "pod", name, "-o", "json"])).unwrap()
 }
 
 fn wait_bound(s: &TestServer, name: &str) -> String {
     let mut node = String::new();
-    wait_for(s, &format!("{name} to be bound"), || {
+    s.wait_for(Duration::from_secs(30), &format!("{name} to be bound"), || {
         node = get_pod(s, name)["spec"]["nodeName"].as_str().unwrap_or("").to_string();
         !node.is_empty()
     });
@@ -95,7 +44,7 @@ fn condition(p: &Value) -> Option<&Value> {
 
 fn wait_unschedulable(s: &TestServer, name: &str) -> String {
     let mut message = String::new();
-    wait_for(s, &format!("{name} to be reported unschedulable"), || {
+    s.wait_for(Duration::from_secs(30), &format!("{name} to be reported unschedulable"), || {
         let p = get_pod(s, name);
         match condition(&p) {
             Some(c) if c["status"] == "False" && c["reason"] == "Unschedulable" => {
@@ -112,14 +61,13 @@ fn wait_unschedulable(s: &TestServer, name: &str) -> String {
 /// Three nodes as in upstream's example message: a tainted control-plane
 /// node and two 2-CPU workers, one with `disk=ssd`.
 fn cluster(s: &TestServer) {
-    add_node(
-        s,
+    s.add_ready_node(
         "cp",
         json!({"node-role.kubernetes.io/control-plane": ""}),
         json!([{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]),
     );
-    add_node(s, "w1", json!({"disk": "hdd"}), json!([]));
-    add_node(s, "w2", json!({"disk": "ssd"}), json!([]));
+    s.add_ready_node("w1", json!({"disk": "hdd"}), json!([]));
+    s.add_ready_node("w2", json!({"disk": "ssd"}), json!([]));
 }
 
 #[test]
@@ -129,14 +77,14 @@ fn pods_are_bound_reported_and_placed_as_upstream() {
 
     // A pod that fits goes to a worker (the control plane is tainted),
     // with PodScheduled=True and a Scheduled event from default-scheduler.
-    apply(&s, &pod("fits", "100m", json!({})));
+    s.create(&pod("fits", "100m", json!({})));
     let node = wait_bound(&s, "fits");
     assert!(node == "w1" || node == "w2", "{node}");
     let p = get_pod(&s, "fits");
     assert_eq!(condition(&p).unwrap()["status"], "True");
     let want = format!("Successfully assigned default/fits to {node}");
-    wait_for(&s, "the Scheduled event", || {
-        let ev = kubectl_ok(&s, &["get", "events", "--field-selector", "involvedObject.name=fits", "-o", "json"]);
+    s.wait_for(Duration::from_secs(30), "the Scheduled event", || {
+        let ev = s.kubectl_ok(&["get", "events", "--field-selector", "involvedObject.name=fits", "-o", "json"]);
         let ev: Value = serde_json::from_str(&ev).unwrap();
         ev["items"].as_array().unwrap().iter().any(|e| {
             e["reason"] == "Scheduled"
@@ -148,23 +96,22 @@ fn pods_are_bound_reported_and_placed_as_upstream() {
 
     // Conformance "Scheduler, resource limits": a request above every
     // node's capacity stays Pending with upstream's summary.
-    apply(&s, &pod("huge", "3", json!({})));
+    s.create(&pod("huge", "3", json!({})));
     // The Filter summary is the scheduler's; what follows it is DefaultPreemption's.
     let want = "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu. preemption: 0/3 nodes are available: ";
     let message = wait_unschedulable(&s, "huge");
     assert!(message.starts_with(want), "{message}");
     assert!(message.contains("1 Preemption is not helpful for scheduling"), "{message}");
-    let describe = kubectl_ok(&s, &["describe", "pod", "huge"]);
+    let describe = s.kubectl_ok(&["describe", "pod", "huge"]);
     assert!(describe.contains("FailedScheduling"), "{describe}");
     assert!(describe.contains(&message), "{describe}");
 
     // Conformance "Scheduler, node selector matching".
-    apply(&s, &pod("ssd", "100m", json!({"nodeSelector": {"disk": "ssd"}})));
+    s.create(&pod("ssd", "100m", json!({"nodeSelector": {"disk": "ssd"}})));
     assert_eq!(wait_bound(&s, "ssd"), "w2");
 
     // Tolerating the control-plane taint and selecting it lands there.
-    apply(
-        &s,
+    s.create(
         &pod(
             "on-cp",
             "100m",
@@ -176,16 +123,16 @@ fn pods_are_bound_reported_and_placed_as_upstream() {
 
     // Conformance "Scheduler, node selector not matching": no node has
     // the label; the taint is checked before the selector on cp.
-    apply(&s, &pod("fast", "100m", json!({"nodeSelector": {"disk": "fast"}})));
+    s.create(&pod("fast", "100m", json!({"nodeSelector": {"disk": "fast"}})));
     let message = wait_unschedulable(&s, "fast");
     let want = "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
     assert_eq!(message, want);
     // A label change is an event NodeAffinity registered: the pod is retried and placed.
-    kubectl_ok(&s, &["label", "node", "w1", "disk=fast", "--overwrite"]);
+    s.kubectl_ok(&["label", "node", "w1", "disk=fast", "--overwrite"]);
     assert_eq!(wait_bound(&s, "fast"), "w1");
 
     // Gated pods wait for their gates (SchedulingGates), then schedule.
-    apply(&s, &pod("gated", "100m", json!({"schedulingGates": [{"name": "example.com/wait"}]})));
+    s.create(&pod("gated", "100m", json!({"schedulingGates": [{"name": "example.com/wait"}]})));
     std::thread::sleep(Duration::from_secs(2));
     let p = get_pod(&s, "gated");
     assert!(p["spec"]["nodeName"].is_null());
@@ -193,20 +140,24 @@ fn pods_are_bound_reported_and_placed_as_upstream() {
     let c = condition(&p).expect("a gated pod starts with a PodScheduled condition");
     assert_eq!((&c["status"], &c["reason"]), (&json!("False"), &json!("SchedulingGated")));
     assert_eq!(c["message"], "Scheduling is blocked due to non-empty scheduling gates");
-    assert!(kubectl_ok(&s, &["get", "pod", "gated"]).contains("SchedulingGated"));
-    kubectl_ok(
-        &s,
-        &["patch", "pod", "gated", "--type=json", "-p", r#"[{"op":"remove","path":"/spec/schedulingGates"}]"#],
-    );
+    assert!(s.kubectl_ok(&["get", "pod", "gated"]).contains("SchedulingGated"));
+    s.kubectl_ok(&[
+        "patch",
+        "pod",
+        "gated",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/schedulingGates"}]"#,
+    ]);
     wait_bound(&s, "gated");
-    wait_for(&s, "the gated pod's PodScheduled condition to turn True", || {
+    s.wait_for(Duration::from_secs(30), "the gated pod's PodScheduled condition to turn True", || {
         condition(&get_pod(&s, "gated"))
             .is_some_and(|c| c["status"] == "True" && c.get("reason").is_none_or(Value::is_null))
     });
 
     // The scheduler holds its lease as upstream's kube-scheduler.
     let lease: Value =
-        serde_json::from_str(&kubectl_ok(&s, &["get", "lease", "-n", "kube-system", "kube-scheduler", "-o", "json"]))
+        serde_json::from_str(&s.kubectl_ok(&["get", "lease", "-n", "kube-system", "kube-scheduler", "-o", "json"]))
             .unwrap();
     assert!(!lease["spec"]["holderIdentity"].as_str().unwrap_or("").is_empty());
 }
@@ -255,17 +206,14 @@ fn profiles_from_the_config_file_schedule_their_pods() {
     });
     cluster(&s);
     // Without TaintToleration's filter the tainted control plane is feasible.
-    apply(
-        &s,
-        &pod(
-            "p",
-            "100m",
-            json!({"schedulerName": "no-taints", "nodeSelector": {"node-role.kubernetes.io/control-plane": ""}}),
-        ),
-    );
+    s.create(&pod(
+        "p",
+        "100m",
+        json!({"schedulerName": "no-taints", "nodeSelector": {"node-role.kubernetes.io/control-plane": ""}}),
+    ));
     assert_eq!(wait_bound(&s, "p"), "cp");
     // A profile nobody configured is not served.
-    apply(&s, &pod("other", "100m", json!({"schedulerName": "elsewhere"})));
+    s.create(&pod("other", "100m", json!({"schedulerName": "elsewhere"})));
     std::thread::sleep(Duration::from_secs(2));
     assert!(get_pod(&s, "other")["spec"]["nodeName"].is_null());
 }
@@ -281,13 +229,13 @@ fn host_port_conflicts_keep_the_second_pod_pending() {
         json!({"nodeSelector": {"disk": "hdd"}, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
         "ports": [{"containerPort": 8080, "hostPort": 54322, "hostIP": ip, "protocol": "TCP"}]}]})
     };
-    apply(&s, &pod("pod1", "100m", port("0.0.0.0")));
+    s.create(&pod("pod1", "100m", port("0.0.0.0")));
     assert_eq!(wait_bound(&s, "pod1"), "w1");
-    apply(&s, &pod("pod2", "100m", port("127.0.0.1")));
+    s.create(&pod("pod2", "100m", port("127.0.0.1")));
     let message = wait_unschedulable(&s, "pod2");
     let want = "0/3 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }.";
     assert!(message.starts_with(want), "{message}");
     // Deleting the holder frees the port (an assigned-pod delete is an event NodePorts registered).
-    kubectl_ok(&s, &["delete", "pod", "pod1", "--grace-period=0", "--force"]);
+    s.kubectl_ok(&["delete", "pod", "pod1", "--grace-period=0", "--force"]);
     assert_eq!(wait_bound(&s, "pod2"), "w1");
 }

@@ -8,55 +8,16 @@
 
 mod support;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{TestServer, TestServerOptions, KUBECTL};
+use support::{TestServer, TestServerOptions};
 
 /// How long to wait for the scheduler (generous: the machine is shared).
 const WAIT: Duration = Duration::from_secs(60);
 
 fn start() -> TestServer {
     TestServer::start_with(TestServerOptions { scheduler: true, ..Default::default() })
-}
-
-fn kubectl_ok(s: &TestServer, args: &[&str]) -> String {
-    let out = s.kubectl(args);
-    assert!(out.status.success(), "kubectl {args:?}: {}\n{}", String::from_utf8_lossy(&out.stderr), s.logs());
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn create(s: &TestServer, obj: &Value) {
-    let mut child = Command::new(KUBECTL)
-        .arg("--kubeconfig")
-        .arg(s.kubeconfig())
-        .args(["create", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(obj.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "create {obj}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// Registers a 2-CPU node as a kubelet does (object with its hostname
-/// label, then its Ready status) and clears the not-ready taint as the
-/// node lifecycle controller does once the node is Ready.
-fn add_node(s: &TestServer, name: &str, labels: Value) {
-    let mut labels = labels;
-    labels["kubernetes.io/hostname"] = json!(name);
-    create(s, &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}));
-    let status = json!({"status": {
-        "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
-        "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]
-    }});
-    kubectl_ok(s, &["patch", "node", name, "--subresource=status", "--type=merge", "-p", &status.to_string()]);
-    kubectl_ok(s, &["taint", "nodes", name, "node.kubernetes.io/not-ready:NoSchedule-"]);
 }
 
 /// A pause pod in `default` requesting `cpu` (and 64Mi), with `labels` and
@@ -72,27 +33,16 @@ fn pod(name: &str, cpu: &str, labels: Value, extra: Value) -> Value {
 }
 
 fn get_pod_in(s: &TestServer, ns: &str, name: &str) -> Value {
-    serde_json::from_str(&kubectl_ok(s, &["get", "pod", "-n", ns, name, "-o", "json"])).unwrap()
+    serde_json::from_str(&s.kubectl_ok(&["get", "pod", "-n", ns, name, "-o", "json"])).unwrap()
 }
 
 fn get_pod(s: &TestServer, name: &str) -> Value {
     get_pod_in(s, "default", name)
 }
 
-fn wait_for(s: &TestServer, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while Instant::now() < deadline {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    panic!("timed out waiting for {what}\n{}", s.logs());
-}
-
 fn wait_bound_in(s: &TestServer, ns: &str, name: &str) -> String {
     let mut node = String::new();
-    wait_for(s, &format!("{ns}/{name} to be bound"), || {
+    s.wait_for(WAIT, &format!("{ns}/{name} to be bound"), || {
         node = get_pod_in(s, ns, name)["spec"]["nodeName"].as_str().unwrap_or("").to_string();
         !node.is_empty()
     });
@@ -128,8 +78,8 @@ fn wait_unschedulable_with(s: &TestServer, ns: &str, name: &str, want: &str) {
         assert!(Instant::now() < deadline, "{ns}/{name}: want message\n  {want}\nlast seen\n  {last}\n{}", s.logs());
         std::thread::sleep(Duration::from_millis(250));
     }
-    wait_for(s, &format!("the FailedScheduling event of {name} in describe"), || {
-        let describe = kubectl_ok(s, &["describe", "pod", "-n", ns, name]);
+    s.wait_for(WAIT, &format!("the FailedScheduling event of {name} in describe"), || {
+        let describe = s.kubectl_ok(&["describe", "pod", "-n", ns, name]);
         describe.contains("FailedScheduling") && describe.contains(want)
     });
 }
@@ -140,7 +90,7 @@ fn wait_unschedulable(s: &TestServer, name: &str, want: &str) {
 
 /// Deletes a pod at once, as the kubelet finishes a pod whose containers stopped.
 fn force_delete_in(s: &TestServer, ns: &str, name: &str) {
-    kubectl_ok(s, &["delete", "pod", "-n", ns, name, "--grace-period=0", "--force", "--wait=false"]);
+    s.kubectl_ok(&["delete", "pod", "-n", ns, name, "--grace-period=0", "--force", "--wait=false"]);
 }
 
 fn node_affinity(required: Value, preferred: Value) -> Value {
@@ -169,11 +119,11 @@ fn expr(key: &str, op: &str, values: &[&str]) -> Value {
 #[test]
 fn node_affinity_required_and_preferred_terms_place_pods() {
     let s = start();
-    add_node(&s, "n1", json!({"gen": "1", "disk": "hdd"}));
-    add_node(&s, "n2", json!({"gen": "3", "disk": "ssd", "env": "prod"}));
-    add_node(&s, "n3", json!({"gen": "5"}));
+    s.add_ready_node("n1", json!({"gen": "1", "disk": "hdd"}), json!([]));
+    s.add_ready_node("n2", json!({"gen": "3", "disk": "ssd", "env": "prod"}), json!([]));
+    s.add_ready_node("n3", json!({"gen": "5"}), json!([]));
     let place = |name: &str, affinity: Value| {
-        create(&s, &pod(name, "10m", json!({}), affinity));
+        s.create(&pod(name, "10m", json!({}), affinity));
         wait_bound(&s, name)
     };
 
@@ -211,14 +161,14 @@ fn node_affinity_required_and_preferred_terms_place_pods() {
 
     // No node matches: Pending with upstream's summary (the filter rejects
     // every node as unresolvable, so preemption cannot help).
-    create(&s, &pod("req-none", "10m", json!({}), req(json!([expr("gen", "Gt", &["5"])]))));
+    s.create(&pod("req-none", "10m", json!({}), req(json!([expr("gen", "Gt", &["5"])]))));
     wait_unschedulable(
         &s,
         "req-none",
         "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
     );
     // A node label update is an event NodeAffinity registered: retried, placed.
-    kubectl_ok(&s, &["label", "node", "n1", "gen=7", "--overwrite"]);
+    s.kubectl_ok(&["label", "node", "n1", "gen=7", "--overwrite"]);
     assert_eq!(wait_bound(&s, "req-none"), "n1");
 }
 
@@ -242,9 +192,9 @@ fn affinity(app: &str, topology_key: &str) -> Value {
 #[test]
 fn pod_affinity_and_anti_affinity_place_pods() {
     let s = start();
-    add_node(&s, "a1", json!({"topology.kubernetes.io/zone": "za"}));
-    add_node(&s, "a2", json!({"topology.kubernetes.io/zone": "za"}));
-    add_node(&s, "b1", json!({"topology.kubernetes.io/zone": "zb"}));
+    s.add_ready_node("a1", json!({"topology.kubernetes.io/zone": "za"}), json!([]));
+    s.add_ready_node("a2", json!({"topology.kubernetes.io/zone": "za"}), json!([]));
+    s.add_ready_node("b1", json!({"topology.kubernetes.io/zone": "zb"}), json!([]));
 
     // Created together: the scheduler must count the pods it has just
     // assumed, as upstream's cache does.
@@ -252,12 +202,12 @@ fn pod_affinity_and_anti_affinity_place_pods() {
         pod(name, "100m", json!({"app": "web"}), json!({"affinity": anti_affinity("web", "kubernetes.io/hostname")}))
     };
     for i in 0..3 {
-        create(&s, &web(&format!("web-{i}")));
+        s.create(&web(&format!("web-{i}")));
     }
     let mut nodes: Vec<String> = (0..3).map(|i| wait_bound(&s, &format!("web-{i}"))).collect();
     nodes.sort();
     assert_eq!(nodes, ["a1", "a2", "b1"]);
-    create(&s, &web("web-3"));
+    s.create(&web("web-3"));
     // Anti-affinity is resolvable by preemption, but no pod has a lower priority.
     wait_unschedulable(
         &s,
@@ -266,22 +216,16 @@ fn pod_affinity_and_anti_affinity_place_pods() {
     );
 
     // Required affinity to a pod on a2 (hostname), then to its zone.
-    create(
-        &s,
-        &pod("cache", "100m", json!({"app": "cache"}), json!({"nodeSelector": {"kubernetes.io/hostname": "a2"}})),
-    );
+    s.create(&pod("cache", "100m", json!({"app": "cache"}), json!({"nodeSelector": {"kubernetes.io/hostname": "a2"}})));
     assert_eq!(wait_bound(&s, "cache"), "a2");
     for i in 0..3 {
         let name = format!("near-cache-{i}");
-        create(&s, &pod(&name, "100m", json!({}), json!({"affinity": affinity("cache", "kubernetes.io/hostname")})));
+        s.create(&pod(&name, "100m", json!({}), json!({"affinity": affinity("cache", "kubernetes.io/hostname")})));
         assert_eq!(wait_bound(&s, &name), "a2");
     }
     for i in 0..3 {
         let name = format!("zone-of-cache-{i}");
-        create(
-            &s,
-            &pod(&name, "100m", json!({}), json!({"affinity": affinity("cache", "topology.kubernetes.io/zone")})),
-        );
+        s.create(&pod(&name, "100m", json!({}), json!({"affinity": affinity("cache", "topology.kubernetes.io/zone")})));
         let node = wait_bound(&s, &name);
         assert!(node == "a1" || node == "a2", "{name} on {node}");
     }
@@ -289,22 +233,16 @@ fn pod_affinity_and_anti_affinity_place_pods() {
     // spreading of the resource scores: a2 is the busiest node, yet wins.
     let preferred = json!({"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}}]}}});
-    create(&s, &pod("likes-cache", "100m", json!({}), preferred));
+    s.create(&pod("likes-cache", "100m", json!({}), preferred));
     assert_eq!(wait_bound(&s, "likes-cache"), "a2");
     // The first pod of a group whose term matches itself may go anywhere;
     // the next ones follow it.
-    create(
-        &s,
-        &pod("db-0", "100m", json!({"app": "db"}), json!({"affinity": affinity("db", "kubernetes.io/hostname")})),
-    );
+    s.create(&pod("db-0", "100m", json!({"app": "db"}), json!({"affinity": affinity("db", "kubernetes.io/hostname")})));
     let db = wait_bound(&s, "db-0");
-    create(
-        &s,
-        &pod("db-1", "100m", json!({"app": "db"}), json!({"affinity": affinity("db", "kubernetes.io/hostname")})),
-    );
+    s.create(&pod("db-1", "100m", json!({"app": "db"}), json!({"affinity": affinity("db", "kubernetes.io/hostname")})));
     assert_eq!(wait_bound(&s, "db-1"), db);
     // A term no pod matches (and the pod does not match itself).
-    create(&s, &pod("orphan", "100m", json!({}), json!({"affinity": affinity("nothing", "kubernetes.io/hostname")})));
+    s.create(&pod("orphan", "100m", json!({}), json!({"affinity": affinity("nothing", "kubernetes.io/hostname")})));
     wait_unschedulable(
         &s,
         "orphan",
@@ -313,13 +251,13 @@ fn pod_affinity_and_anti_affinity_place_pods() {
 
     // An existing pod's anti-affinity also keeps matching pods away: a pod
     // labelled app=web (without rules of its own) cannot join any node.
-    create(&s, &pod("plain-web", "100m", json!({"app": "web"}), json!({})));
+    s.create(&pod("plain-web", "100m", json!({"app": "web"}), json!({})));
     wait_unschedulable(
         &s,
         "plain-web",
         "0/3 nodes are available: 3 node(s) didn't satisfy existing pods anti-affinity rules. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.",
     );
-    kubectl_ok(&s, &["delete", "pod", "plain-web", "--wait=false"]);
+    s.kubectl_ok(&["delete", "pod", "plain-web", "--wait=false"]);
 
     // Freeing a node (an assigned pod's deletion) lets web-3 in there.
     let freed = get_pod(&s, "web-1")["spec"]["nodeName"].as_str().unwrap().to_string();
@@ -334,7 +272,7 @@ fn spread(app: &str) -> Value {
 
 fn zone_counts(s: &TestServer, app: &str) -> (usize, usize) {
     let pods: Value =
-        serde_json::from_str(&kubectl_ok(s, &["get", "pods", "-l", &format!("app={app}"), "-o", "json"])).unwrap();
+        serde_json::from_str(&s.kubectl_ok(&["get", "pods", "-l", &format!("app={app}"), "-o", "json"])).unwrap();
     let mut counts = (0, 0);
     for p in pods["items"].as_array().unwrap() {
         match p["spec"]["nodeName"].as_str() {
@@ -356,13 +294,13 @@ fn zone_counts(s: &TestServer, app: &str) -> (usize, usize) {
 #[test]
 fn topology_spread_alternates_zones_and_blocks_on_a_full_zone() {
     let s = start();
-    add_node(&s, "a1", json!({"topology.kubernetes.io/zone": "za"}));
-    add_node(&s, "a2", json!({"topology.kubernetes.io/zone": "za"}));
-    add_node(&s, "b1", json!({"topology.kubernetes.io/zone": "zb"}));
+    s.add_ready_node("a1", json!({"topology.kubernetes.io/zone": "za"}), json!([]));
+    s.add_ready_node("a2", json!({"topology.kubernetes.io/zone": "za"}), json!([]));
+    s.add_ready_node("b1", json!({"topology.kubernetes.io/zone": "zb"}), json!([]));
 
     for i in 0..6 {
         let name = format!("s-{i}");
-        create(&s, &pod(&name, "100m", json!({"app": "s"}), spread("s")));
+        s.create(&pod(&name, "100m", json!({"app": "s"}), spread("s")));
         wait_bound(&s, &name);
         let (a, b) = zone_counts(&s, "s");
         assert_eq!(a + b, i + 1);
@@ -373,12 +311,12 @@ fn topology_spread_alternates_zones_and_blocks_on_a_full_zone() {
     }
 
     // Fill b1 (3 × 100m spread pods + this = 2 CPUs).
-    create(&s, &pod("filler", "1700m", json!({}), json!({"nodeSelector": {"kubernetes.io/hostname": "b1"}})));
+    s.create(&pod("filler", "1700m", json!({}), json!({"nodeSelector": {"kubernetes.io/hostname": "b1"}})));
     assert_eq!(wait_bound(&s, "filler"), "b1");
-    create(&s, &pod("f-0", "100m", json!({"app": "f"}), spread("f")));
+    s.create(&pod("f-0", "100m", json!({"app": "f"}), spread("f")));
     let node = wait_bound(&s, "f-0");
     assert!(node == "a1" || node == "a2", "{node}");
-    create(&s, &pod("f-1", "100m", json!({"app": "f"}), spread("f")));
+    s.create(&pod("f-1", "100m", json!({"app": "f"}), spread("f")));
     wait_unschedulable(
         &s,
         "f-1",
@@ -394,12 +332,12 @@ fn topology_spread_alternates_zones_and_blocks_on_a_full_zone() {
     let mut zones = Vec::new();
     for i in 0..2 {
         let name = format!("m-{i}");
-        create(&s, &pod(&name, "100m", json!({"app": "m"}), min_domains.clone()));
+        s.create(&pod(&name, "100m", json!({"app": "m"}), min_domains.clone()));
         zones.push(if wait_bound(&s, &name) == "b1" { "zb" } else { "za" });
     }
     zones.sort();
     assert_eq!(zones, ["za", "zb"]);
-    create(&s, &pod("m-2", "100m", json!({"app": "m"}), min_domains.clone()));
+    s.create(&pod("m-2", "100m", json!({"app": "m"}), min_domains.clone()));
     wait_unschedulable(
         &s,
         "m-2",
@@ -412,13 +350,13 @@ fn topology_spread_alternates_zones_and_blocks_on_a_full_zone() {
     // terminating pods, so the preemptor may be bound before the victim is
     // gone.
     // (m-2 leaves first: it could race m-high for the freed place.)
-    kubectl_ok(&s, &["delete", "pod", "m-2", "--wait=false"]);
-    kubectl_ok(&s, &["create", "priorityclass", "high", "--value=1000"]);
+    s.kubectl_ok(&["delete", "pod", "m-2", "--wait=false"]);
+    s.kubectl_ok(&["create", "priorityclass", "high", "--value=1000"]);
     let mut high = pod("m-high", "100m", json!({"app": "m"}), min_domains);
     high["spec"]["priorityClassName"] = json!("high");
-    create(&s, &high);
+    s.create(&high);
     let mut victim = String::new();
-    wait_for(&s, "an m pod to be preempted", || {
+    s.wait_for(WAIT, "an m pod to be preempted", || {
         for name in ["m-0", "m-1"] {
             if !get_pod(&s, name)["metadata"]["deletionTimestamp"].is_null() {
                 victim = name.to_string();
@@ -429,7 +367,7 @@ fn topology_spread_alternates_zones_and_blocks_on_a_full_zone() {
     });
     let node = get_pod(&s, &victim)["spec"]["nodeName"].as_str().unwrap().to_string();
     wait_preempted(&s, "default", &victim, "default", "m-high", &node);
-    let pods: Value = serde_json::from_str(&kubectl_ok(&s, &["get", "pods", "-o", "json"])).unwrap();
+    let pods: Value = serde_json::from_str(&s.kubectl_ok(&["get", "pods", "-o", "json"])).unwrap();
     let terminating: Vec<&str> = pods["items"]
         .as_array()
         .unwrap()
@@ -459,7 +397,7 @@ fn disruption_target(p: &Value) -> Option<Value> {
 /// condition from the scheduler and a deletionTimestamp) and `preemptor` is
 /// nominated to `node`.
 fn wait_preempted(s: &TestServer, victim_ns: &str, victim: &str, preemptor_ns: &str, preemptor: &str, node: &str) {
-    wait_for(s, &format!("{victim} to be preempted"), || {
+    s.wait_for(WAIT, &format!("{victim} to be preempted"), || {
         let v = get_pod_in(s, victim_ns, victim);
         !v["metadata"]["deletionTimestamp"].is_null() && disruption_target(&v).is_some()
     });
@@ -468,26 +406,23 @@ fn wait_preempted(s: &TestServer, victim_ns: &str, victim: &str, preemptor_ns: &
     assert_eq!(c["status"], "True", "{c}");
     assert_eq!(c["reason"], "PreemptionByScheduler", "{c}");
     assert_eq!(c["message"], "default-scheduler: preempting to accommodate a higher priority pod", "{c}");
-    wait_for(s, &format!("{preemptor} to be nominated to {node}"), || {
+    s.wait_for(WAIT, &format!("{preemptor} to be nominated to {node}"), || {
         get_pod_in(s, preemptor_ns, preemptor)["status"]["nominatedNodeName"] == node
     });
     // The Preempted event, on the victim, names the preemptor and the node.
     let uid = get_pod_in(s, preemptor_ns, preemptor)["metadata"]["uid"].as_str().unwrap().to_string();
     let want = format!("Preempted by pod {uid} on node {node}");
-    wait_for(s, &format!("the Preempted event of {victim}"), || {
-        let ev = kubectl_ok(
-            s,
-            &[
-                "get",
-                "events",
-                "-n",
-                victim_ns,
-                "--field-selector",
-                &format!("involvedObject.name={victim}"),
-                "-o",
-                "json",
-            ],
-        );
+    s.wait_for(WAIT, &format!("the Preempted event of {victim}"), || {
+        let ev = s.kubectl_ok(&[
+            "get",
+            "events",
+            "-n",
+            victim_ns,
+            "--field-selector",
+            &format!("involvedObject.name={victim}"),
+            "-o",
+            "json",
+        ]);
         let ev: Value = serde_json::from_str(&ev).unwrap();
         ev["items"].as_array().unwrap().iter().any(|e| e["reason"] == "Preempted" && e["message"] == want.as_str())
     });
@@ -500,16 +435,16 @@ fn wait_preempted(s: &TestServer, victim_ns: &str, victim: &str, preemptor_ns: &
 #[test]
 fn preemption_evicts_lower_priority_pods_and_schedules_the_higher() {
     let s = start();
-    add_node(&s, "n1", json!({}));
-    kubectl_ok(&s, &["create", "priorityclass", "low", "--value=100"]);
-    kubectl_ok(&s, &["create", "priorityclass", "high", "--value=1000"]);
-    kubectl_ok(&s, &["create", "priorityclass", "high-never", "--value=1000", "--preemption-policy=Never"]);
+    s.add_ready_node("n1", json!({}), json!([]));
+    s.kubectl_ok(&["create", "priorityclass", "low", "--value=100"]);
+    s.kubectl_ok(&["create", "priorityclass", "high", "--value=1000"]);
+    s.kubectl_ok(&["create", "priorityclass", "high-never", "--value=1000", "--preemption-policy=Never"]);
 
     // Basic preemption: the node is full with a low-priority pod.
-    create(&s, &priority_pod("low", "1500m", "low"));
+    s.create(&priority_pod("low", "1500m", "low"));
     assert_eq!(wait_bound(&s, "low"), "n1");
     assert_eq!(get_pod(&s, "low")["spec"]["priority"], 100);
-    create(&s, &priority_pod("high", "1", "high"));
+    s.create(&priority_pod("high", "1", "high"));
     wait_preempted(&s, "default", "low", "default", "high", "n1");
     // A terminating pod still holds its resources: not bound before it is gone.
     assert!(get_pod(&s, "high")["spec"]["nodeName"].is_null());
@@ -523,9 +458,9 @@ fn preemption_evicts_lower_priority_pods_and_schedules_the_higher() {
 
     // preemptionPolicy Never: the node is full again (high + low2), a pod of
     // a Never class with a higher priority than low2 stays Pending.
-    create(&s, &priority_pod("low2", "1", "low"));
+    s.create(&priority_pod("low2", "1", "low"));
     assert_eq!(wait_bound(&s, "low2"), "n1");
-    create(&s, &priority_pod("never", "1", "high-never"));
+    s.create(&priority_pod("never", "1", "high-never"));
     assert_eq!(get_pod(&s, "never")["spec"]["preemptionPolicy"], "Never");
     wait_unschedulable(
         &s,
@@ -535,13 +470,13 @@ fn preemption_evicts_lower_priority_pods_and_schedules_the_higher() {
     let low2 = get_pod(&s, "low2");
     assert!(low2["metadata"]["deletionTimestamp"].is_null() && disruption_target(&low2).is_none(), "{low2}");
     assert!(get_pod(&s, "never")["status"]["nominatedNodeName"].is_null());
-    kubectl_ok(&s, &["delete", "pod", "never", "--wait=false"]);
+    s.kubectl_ok(&["delete", "pod", "never", "--wait=false"]);
 
     // A critical pod preempts only what it needs, lowest priority first:
     // removing low2 (100) is enough, high (1000) is reprieved.
     let mut critical = priority_pod("critical", "1", "system-cluster-critical");
     critical["metadata"]["namespace"] = json!("kube-system");
-    create(&s, &critical);
+    s.create(&critical);
     wait_preempted(&s, "default", "low2", "kube-system", "critical", "n1");
     assert!(get_pod_in(&s, "kube-system", "critical")["spec"]["nodeName"].is_null());
     let high = get_pod(&s, "high");
@@ -560,25 +495,25 @@ fn preemption_evicts_lower_priority_pods_and_schedules_the_higher() {
 fn preemption_picks_the_node_with_the_least_important_victims() {
     let s = start();
     for n in ["p1", "p2", "p3"] {
-        add_node(&s, n, json!({}));
+        s.add_ready_node(n, json!({}), json!([]));
     }
-    kubectl_ok(&s, &["create", "priorityclass", "low", "--value=100"]);
-    kubectl_ok(&s, &["create", "priorityclass", "mid", "--value=500"]);
-    kubectl_ok(&s, &["create", "priorityclass", "upper", "--value=700"]);
-    kubectl_ok(&s, &["create", "priorityclass", "high", "--value=1000"]);
-    kubectl_ok(&s, &["create", "poddisruptionbudget", "guarded", "--selector=app=guarded", "--min-available=1"]);
+    s.kubectl_ok(&["create", "priorityclass", "low", "--value=100"]);
+    s.kubectl_ok(&["create", "priorityclass", "mid", "--value=500"]);
+    s.kubectl_ok(&["create", "priorityclass", "upper", "--value=700"]);
+    s.kubectl_ok(&["create", "priorityclass", "high", "--value=1000"]);
+    s.kubectl_ok(&["create", "poddisruptionbudget", "guarded", "--selector=app=guarded", "--min-available=1"]);
     let victim = |name: &str, class: &str, node: &str, labels: Value| {
         let mut p = priority_pod(name, "1500m", class);
         p["metadata"]["labels"] = labels;
         p["spec"]["nodeSelector"] = json!({"kubernetes.io/hostname": node});
-        create(&s, &p);
+        s.create(&p);
         assert_eq!(wait_bound(&s, name), node);
     };
     victim("upper", "upper", "p1", json!({}));
     victim("low-guarded", "low", "p2", json!({"app": "guarded"}));
     victim("mid", "mid", "p3", json!({}));
 
-    create(&s, &priority_pod("high", "1", "high"));
+    s.create(&priority_pod("high", "1", "high"));
     wait_preempted(&s, "default", "mid", "default", "high", "p3");
     assert!(get_pod(&s, "high")["spec"]["nodeName"].is_null());
     for name in ["upper", "low-guarded"] {
@@ -595,7 +530,7 @@ fn preemption_picks_the_node_with_the_least_important_victims() {
     let mut repel = priority_pod("repel", "100m", "high");
     repel["spec"]["nodeSelector"] = json!({"kubernetes.io/hostname": "p2"});
     repel["spec"]["affinity"] = anti_affinity("guarded", "kubernetes.io/hostname");
-    create(&s, &repel);
+    s.create(&repel);
     wait_preempted(&s, "default", "low-guarded", "default", "repel", "p2");
     assert!(get_pod(&s, "upper")["metadata"]["deletionTimestamp"].is_null());
     force_delete_in(&s, "default", "low-guarded");

@@ -19,6 +19,8 @@
 #[path = "../../../store/tests/support/etcd.rs"]
 pub mod etcd;
 
+mod cluster;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
