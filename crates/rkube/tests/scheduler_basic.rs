@@ -239,3 +239,37 @@ fn host_port_conflicts_keep_the_second_pod_pending() {
     s.kubectl_ok(&["delete", "pod", "pod1", "--grace-period=0", "--force"]);
     assert_eq!(wait_bound(&s, "pod2"), "w1");
 }
+
+/// Another candidate taking the `kube-system/kube-scheduler` Lease stops
+/// this scheduler (upstream logs "leaderelection lost"); once the foreign
+/// holder stops renewing, the scheduler campaigns again, wins, and
+/// schedules again.
+#[test]
+fn a_scheduler_that_loses_its_lease_campaigns_again_and_resumes() {
+    let s = start();
+    s.add_ready_node("w1", json!({}), json!([]));
+    s.create(&pod("before", "100m", json!({})));
+    assert_eq!(wait_bound(&s, "before"), "w1");
+    let ours = s.get_json(&["-n", "kube-system", "lease", "kube-scheduler"])["spec"]["holderIdentity"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!ours.is_empty());
+    s.kubectl_ok(&[
+        "-n",
+        "kube-system",
+        "patch",
+        "lease",
+        "kube-scheduler",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"holderIdentity":"intruder","leaseDurationSeconds":3}}"#,
+    ]);
+    s.wait_for(Duration::from_secs(30), "the scheduler to notice it lost the lease", || {
+        s.logs().contains("leaderelection lost")
+    });
+    s.create(&pod("after", "100m", json!({})));
+    assert_eq!(wait_bound(&s, "after"), "w1");
+    let holder = s.get_json(&["-n", "kube-system", "lease", "kube-scheduler"])["spec"]["holderIdentity"].clone();
+    assert_eq!(holder, json!(ours), "the same scheduler leads again");
+}

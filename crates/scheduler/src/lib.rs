@@ -51,6 +51,7 @@ use informers::{spawn_store, spawn_watch, NodeHandler, PodHandler, StoreLister};
 pub const COMPONENT: &str = "kube-scheduler";
 
 /// How [`run`] starts.
+#[derive(Clone)]
 pub struct RunConfig {
     /// A client authenticated as `system:kube-scheduler`.
     pub client: kube::Client,
@@ -80,33 +81,51 @@ pub fn build_profiles(
     Ok(out)
 }
 
-/// Runs the scheduler until `shutdown` resolves (or leadership is lost):
-/// elects a leader, starts the informers, waits for pods and nodes to be
-/// listed, then schedules. Err: the configuration is invalid.
+/// Runs the scheduler until `shutdown` resolves: elects a leader, starts
+/// the informers, waits for pods and nodes to be listed, then schedules.
+/// Losing the lease stops scheduling and drops the caches, then the
+/// scheduler campaigns again (upstream's process exits and is restarted;
+/// inside one rkube server the scheduler restarts itself).
+/// Err: the configuration is invalid.
 pub async fn run(cfg: RunConfig, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     let client = cfg.client.clone();
     let elector = cfg.leader_elect.then(|| {
         rkube_client::leader::LeaderElector::new(client.clone(), COMPONENT, cfg.identity.clone(), Default::default())
     });
     tokio::pin!(shutdown);
-    if let Some(e) = &elector {
-        tokio::select! {
-            _ = e.acquire() => {}
-            _ = &mut shutdown => return Ok(()),
+    loop {
+        if let Some(e) = &elector {
+            tokio::select! {
+                _ = e.acquire() => {}
+                _ = &mut shutdown => return Ok(()),
+            }
+        }
+        let ended = run_leader(cfg.clone(), &mut shutdown, elector.as_ref()).await;
+        if let Some(e) = &elector {
+            e.release().await;
+        }
+        match ended? {
+            Ended::LeadershipLost => {
+                tracing::warn!(component = COMPONENT, "leaderelection lost; campaigning again");
+            }
+            Ended::Stopped => return Ok(()),
         }
     }
-    let result = run_leader(cfg, &mut shutdown, elector.as_ref()).await;
-    if let Some(e) = &elector {
-        e.release().await;
-    }
-    result
+}
+
+/// Why a leader term ended.
+enum Ended {
+    /// Shut down, or the queue closed.
+    Stopped,
+    /// The lease was lost.
+    LeadershipLost,
 }
 
 async fn run_leader(
     cfg: RunConfig,
     shutdown: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
     elector: Option<&rkube_client::leader::LeaderElector>,
-) -> Result<(), String> {
+) -> Result<Ended, String> {
     let client = cfg.client.clone();
     let mut tasks = Vec::new();
     // The queue needs the profiles and the profiles need the listers, whose
@@ -175,7 +194,7 @@ async fn run_leader(
     while !(pods_synced.load(Ordering::SeqCst) && nodes_synced.load(Ordering::SeqCst)) {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(50)) => {}
-            _ = &mut *shutdown => { abort(tasks); return Ok(()); }
+            _ = &mut *shutdown => { abort(tasks); return Ok(Ended::Stopped); }
         }
     }
     tracing::info!(component = COMPONENT, profiles = ?sched.profiles.keys().collect::<Vec<_>>(), "scheduler started");
@@ -200,19 +219,19 @@ async fn run_leader(
         }
     };
     tokio::pin!(lost);
-    loop {
+    let ended = loop {
         tokio::select! {
-            more = sched.schedule_one() => if !more { break },
-            _ = &mut *shutdown => break,
+            more = sched.schedule_one() => if !more { break Ended::Stopped },
+            _ = &mut *shutdown => break Ended::Stopped,
             _ = &mut lost => {
                 tracing::error!(component = COMPONENT, "leaderelection lost");
-                break;
+                break Ended::LeadershipLost;
             }
         }
-    }
+    };
     queue.close();
     abort(tasks);
-    Ok(())
+    Ok(ended)
 }
 
 fn abort(tasks: Vec<tokio::task::JoinHandle<()>>) {
