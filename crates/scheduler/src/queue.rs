@@ -3,7 +3,12 @@
 //! - activeQ: pods ready to schedule, popped in PrioritySort order
 //!   (priority desc, then the time they entered the queue);
 //! - backoffQ: pods that failed, waiting `podInitialBackoffSeconds`
-//!   doubled per attempt up to `podMaxBackoffSeconds`;
+//!   doubled per attempt up to `podMaxBackoffSeconds`, ordered by expiry
+//!   truncated to a 1 s window, then as activeQ. Pods rejected by plugins
+//!   and pods that failed with an error wait in two separate heaps; when
+//!   activeQ is empty, Pop takes the first rejected pod from backoffQ
+//!   without waiting for its back-off (upstream 1.33's
+//!   `SchedulerPopFromBackoffQ`, on by default) — never an errored one;
 //! - unschedulable pods, with the plugins that rejected them: a cluster
 //!   event one of those plugins registered (EnqueueExtensions) moves them
 //!   to backoffQ (still backing off) or activeQ; any left are flushed
@@ -109,13 +114,25 @@ impl PodNominator for Nominator {
     }
 }
 
+/// (expiry aligned to the ordering window, priority desc, arrival, sequence).
+type BackoffKey = (Instant, Reverse<i32>, Instant, u64);
+
+/// backoffQ expiries of rejected pods are truncated to 1 s windows
+/// (upstream's `backoffQOrderingWindowDuration`) so that pods expiring
+/// together pop by priority.
+const BACKOFF_ORDERING_WINDOW: Duration = Duration::from_secs(1);
+
 #[derive(Default)]
 struct Inner {
     pods: HashMap<String, QueuedPodInfo>,
     active: BTreeMap<(Reverse<i32>, Instant, u64), String>,
     active_key: HashMap<String, (Reverse<i32>, Instant, u64)>,
-    backoff: BTreeMap<(Instant, u64), String>,
-    backoff_key: HashMap<String, (Instant, u64)>,
+    /// Pods rejected by plugins, by (aligned expiry, priority, arrival).
+    backoff: BTreeMap<BackoffKey, String>,
+    /// Pods that failed with an error (never popped before expiry).
+    error_backoff: BTreeMap<BackoffKey, String>,
+    /// Where each backing-off pod is: (in `error_backoff`, its key).
+    backoff_key: HashMap<String, (bool, BackoffKey)>,
     unschedulable: HashMap<String, Instant>,
     seq: u64,
     scheduling_cycle: u64,
@@ -132,6 +149,8 @@ pub struct SchedulingQueue {
     hints: Vec<(&'static str, ClusterEvent)>,
     initial_backoff: Duration,
     max_backoff: Duration,
+    /// Origin of the backoff ordering windows.
+    started: Instant,
     /// The nominated pods.
     pub nominator: Arc<Nominator>,
 }
@@ -147,6 +166,7 @@ impl SchedulingQueue {
             hints,
             initial_backoff,
             max_backoff,
+            started: Instant::now(),
             nominator: Arc::new(Nominator::default()),
         }
     }
@@ -171,8 +191,11 @@ impl SchedulingQueue {
         if let Some(k) = g.active_key.remove(key) {
             g.active.remove(&k);
         }
-        if let Some(k) = g.backoff_key.remove(key) {
-            g.backoff.remove(&k);
+        if let Some((error, k)) = g.backoff_key.remove(key) {
+            match error {
+                true => g.error_backoff.remove(&k),
+                false => g.backoff.remove(&k),
+            };
         }
         g.unschedulable.remove(key);
     }
@@ -186,12 +209,28 @@ impl SchedulingQueue {
         self.notify.notify_one();
     }
 
-    fn push_backoff(&self, g: &mut Inner, key: String) {
+    /// Puts a pod in backoffQ; `error`: it failed with an error rather
+    /// than being rejected by plugins.
+    fn push_backoff(&self, g: &mut Inner, key: String, error: bool) {
         let Some(q) = g.pods.get(&key) else { return };
-        let k = (self.backoff_expiry(q), g.seq);
+        let mut expiry = self.backoff_expiry(q);
+        if !error {
+            // Truncated to its window (measured from the queue's start).
+            let since = expiry.saturating_duration_since(self.started).as_nanos();
+            let window = BACKOFF_ORDERING_WINDOW.as_nanos();
+            expiry = self.started + Duration::from_nanos((since / window * window) as u64);
+        }
+        let k = (expiry, Reverse(pod_priority(&q.pod_info.pod)), q.timestamp, g.seq);
         g.seq += 1;
-        g.backoff.insert(k, key.clone());
-        g.backoff_key.insert(key, k);
+        match error {
+            true => g.error_backoff.insert(k, key.clone()),
+            false => g.backoff.insert(k, key.clone()),
+        };
+        g.backoff_key.insert(key, (error, k));
+        if !error {
+            // A waiting Pop may take it at once.
+            self.notify.notify_one();
+        }
     }
 
     /// PreEnqueue for the pod's profile; true = may enter activeQ.
@@ -264,7 +303,7 @@ impl SchedulingQueue {
         }
         Self::remove_from_queues(&mut g, &key);
         if q.attempts > 0 && self.backoff_expiry(&q) > Instant::now() {
-            self.push_backoff(&mut g, key);
+            self.push_backoff(&mut g, key, false);
         } else {
             self.push_active(&mut g, key);
         }
@@ -303,8 +342,17 @@ impl SchedulingQueue {
     }
 
     fn pop_locked(g: &mut Inner) -> Option<QueuedPodInfo> {
-        let (_, key) = g.active.pop_first()?;
-        g.active_key.remove(&key);
+        let key = match g.active.pop_first() {
+            Some((_, key)) => {
+                g.active_key.remove(&key);
+                key
+            }
+            None => {
+                let (_, key) = g.backoff.pop_first()?;
+                g.backoff_key.remove(&key);
+                key
+            }
+        };
         g.scheduling_cycle += 1;
         let mut q = g.pods.remove(&key)?;
         q.attempts += 1;
@@ -327,11 +375,11 @@ impl SchedulingQueue {
             return;
         }
         q.timestamp = Instant::now();
-        let to_backoff = g.move_request_cycle >= pod_scheduling_cycle
-            || (q.unschedulable_plugins.is_empty() && q.pending_plugins.is_empty());
+        let error = q.unschedulable_plugins.is_empty() && q.pending_plugins.is_empty();
+        let to_backoff = error || g.move_request_cycle >= pod_scheduling_cycle;
         g.pods.insert(key.clone(), q);
         if to_backoff {
-            self.push_backoff(&mut g, key);
+            self.push_backoff(&mut g, key, error);
         } else {
             g.unschedulable.insert(key, Instant::now());
         }
@@ -375,7 +423,7 @@ impl SchedulingQueue {
             g.unschedulable.remove(&key);
             let Some(q) = g.pods.get(&key) else { continue };
             if self.backoff_expiry(q) > now {
-                self.push_backoff(g, key);
+                self.push_backoff(g, key, false);
             } else {
                 self.push_active(g, key);
             }
@@ -386,12 +434,12 @@ impl SchedulingQueue {
     pub fn flush_backoff_completed(&self) {
         let mut g = self.inner.lock().unwrap();
         let now = Instant::now();
-        while let Some((&(expiry, seq), _)) = g.backoff.first_key_value() {
-            if expiry > now {
-                break;
-            }
-            let key = g.backoff.remove(&(expiry, seq)).unwrap();
-            g.backoff_key.remove(&key);
+        let mut done = Vec::new();
+        for heap in [&g.backoff, &g.error_backoff] {
+            done.extend(heap.iter().take_while(|(k, _)| k.0 <= now).map(|(_, key)| key.clone()));
+        }
+        for key in done {
+            Self::remove_from_queues(&mut g, &key);
             self.push_active(&mut g, key);
         }
     }
@@ -420,7 +468,7 @@ impl SchedulingQueue {
     /// `(active, backoff, unschedulable)` counts.
     pub fn lens(&self) -> (usize, usize, usize) {
         let g = self.inner.lock().unwrap();
-        (g.active.len(), g.backoff.len(), g.unschedulable.len())
+        (g.active.len(), g.backoff.len() + g.error_backoff.len(), g.unschedulable.len())
     }
 }
 

@@ -134,3 +134,35 @@ async fn pop_waits_for_a_pod_and_ends_when_closed() {
     q.close();
     assert!(waiter.await.unwrap());
 }
+
+/// Upstream 1.33 `SchedulerPopFromBackoffQ`: with activeQ empty, Pop takes
+/// a rejected pod from backoffQ before its back-off ends (the highest
+/// priority first within a window), but never a pod that failed with an
+/// error.
+#[test]
+fn an_empty_active_queue_pops_rejected_pods_from_backoff_but_not_errored_ones() {
+    let q = queue(Duration::from_secs(10), Duration::from_secs(10));
+    q.add(info("low", json!({"priority": 1})));
+    q.add(info("high", json!({"priority": 100})));
+    q.add(info("err", json!({})));
+    let mut rejected = Vec::new();
+    while let Some(p) = q.try_pop() {
+        rejected.push(p);
+    }
+    let cycle = q.scheduling_cycle();
+    q.move_all_to_active_or_backoff(ClusterEvent { resource: EventResource::Node, actions: action::ADD });
+    for mut p in rejected {
+        if name(&p) != "err" {
+            p.unschedulable_plugins = BTreeSet::from(["NodeAffinity"]);
+        }
+        q.add_unschedulable_if_not_present(p, cycle);
+    }
+    assert_eq!(q.lens(), (0, 3, 0));
+    assert_eq!(name(&q.try_pop().unwrap()), "high");
+    assert_eq!(name(&q.try_pop().unwrap()), "low");
+    assert!(q.try_pop().is_none(), "the errored pod waits out its back-off");
+    assert_eq!(q.lens(), (0, 1, 0));
+    // A new pod in activeQ still goes first.
+    q.add(info("new", json!({})));
+    assert_eq!(name(&q.try_pop().unwrap()), "new");
+}
