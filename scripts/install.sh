@@ -5,8 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: protoc builds the etcd and CRI gRPC bindings.
-packages=(protobuf-compiler)
+# Debian packages: protoc builds the etcd and CRI gRPC bindings; the node
+# agent runs pods through containerd (runc, the CNI plugins) and builds the
+# busybox image from busybox-static.
+packages=(protobuf-compiler containerd runc containernetworking-plugins busybox-static)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,13 +4,16 @@
 #   - etcd-server: the real etcd the store conformance suite and the etcd
 #     datastore tests start on loopback ports;
 #   - protobuf-compiler: builds the gRPC bindings;
+#   - containerd, runc, containernetworking-plugins, busybox-static: the
+#     kubelet tests start their own managed containerd (crates/kubelet/tests)
+#     and build the pause and busybox images locally;
 #   - kubectl comes with the machine image (/usr/bin/kubectl);
 #   - the official Python `kubernetes` client, pip-installed into a venv under
 #     target/ (client_python.rs finds its interpreter via RKUBE_TEST_PYTHON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(protobuf-compiler etcd-server)
+packages=(protobuf-compiler etcd-server containerd runc containernetworking-plugins busybox-static)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,7 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "rkube tests: installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  # Don't let the package start an etcd service: the tests start their own.
+  # Don't let the packages start etcd or containerd services: the tests start their own.
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
   trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   apt-get install -y -qq "${missing[@]}"

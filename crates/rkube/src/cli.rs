@@ -39,6 +39,60 @@ pub enum Command {
     /// Manage bootstrap tokens for joining nodes.
     #[command(subcommand)]
     Token(TokenCommand),
+
+    /// Put container images on this node without a registry.
+    #[command(subcommand)]
+    Images(ImagesCommand),
+}
+
+/// `rkube images …`.
+#[derive(Debug, Subcommand)]
+pub enum ImagesCommand {
+    /// Import image archives (OCI layout or `docker save`), keeping every tag.
+    ///
+    /// The archives go into containerd's k8s.io namespace, all platforms.
+    Import(ImagesImportArgs),
+    /// Build the pause and busybox images from this machine and import them.
+    ///
+    /// registry.k8s.io/pause:3.10 from rkube's static pause program and
+    /// docker.io/library/busybox:<host busybox version> from Debian's
+    /// busybox-static, as OCI archives in <data-dir>/agent/images; imported now
+    /// if containerd is running, else by the agent when it starts containerd.
+    BuildLocal(ImagesBuildLocalArgs),
+}
+
+/// Which container runtime `rkube images` talks to.
+#[derive(Debug, Args)]
+pub struct RuntimeEndpointArgs {
+    /// The agent's data dir: its managed containerd's socket is under <data-dir>/agent/containerd.
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/rkube", env = "RKUBE_DATA_DIR")]
+    pub data_dir: PathBuf,
+
+    /// An existing CRI socket (unix:///path or a path) instead of the managed containerd.
+    #[arg(long, value_name = "ENDPOINT", env = "RKUBE_CONTAINER_RUNTIME_ENDPOINT")]
+    pub container_runtime_endpoint: Option<String>,
+}
+
+/// Flags of `rkube images import`.
+#[derive(Debug, Args)]
+pub struct ImagesImportArgs {
+    /// The image archives.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub runtime: RuntimeEndpointArgs,
+}
+
+/// Flags of `rkube images build-local`.
+#[derive(Debug, Args)]
+pub struct ImagesBuildLocalArgs {
+    /// The statically linked busybox to build the busybox image from.
+    #[arg(long, value_name = "PATH", default_value = "/bin/busybox")]
+    pub busybox: PathBuf,
+
+    #[command(flatten)]
+    pub runtime: RuntimeEndpointArgs,
 }
 
 /// `rkube token …`.
@@ -124,6 +178,40 @@ pub struct ServerArgs {
     /// Run only the control plane, without the node agent.
     #[arg(long, env = "RKUBE_DISABLE_AGENT")]
     pub disable_agent: bool,
+
+    /// The name the node agent registers its Node as [default: the hostname, lowercased].
+    #[arg(long, value_name = "NAME", env = "RKUBE_NODE_NAME")]
+    pub node_name: Option<String>,
+
+    /// The node's InternalIP address [default: the advertise address].
+    #[arg(long, value_name = "IP", env = "RKUBE_NODE_IP")]
+    pub node_ip: Option<IpAddr>,
+
+    /// Labels to register the Node with, `key=value,...` (kubernetes.io and
+    /// k8s.io keys only from the kubelet's allowed set, as upstream).
+    #[arg(long, value_name = "LABELS", default_value = "", env = "RKUBE_NODE_LABELS")]
+    pub node_labels: String,
+
+    /// Taints to register the Node with, `key=value:Effect,...`.
+    #[arg(long, value_name = "TAINTS", default_value = "", env = "RKUBE_REGISTER_WITH_TAINTS")]
+    pub register_with_taints: String,
+
+    /// Resources reserved for Kubernetes components, `cpu=100m,memory=256Mi,ephemeral-storage=1Gi`.
+    #[arg(long, value_name = "LIST", default_value = "", env = "RKUBE_KUBE_RESERVED")]
+    pub kube_reserved: String,
+
+    /// Resources reserved for the operating system, `cpu=100m,memory=256Mi,ephemeral-storage=1Gi`.
+    #[arg(long, value_name = "LIST", default_value = "", env = "RKUBE_SYSTEM_RESERVED")]
+    pub system_reserved: String,
+
+    /// Refuse to start the node agent when swap is on (upstream's --fail-swap-on).
+    #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+        action = clap::ArgAction::Set, env = "RKUBE_FAIL_SWAP_ON")]
+    pub fail_swap_on: bool,
+
+    /// An existing CRI socket (unix:///path) for the node agent instead of the managed containerd.
+    #[arg(long, value_name = "ENDPOINT", env = "RKUBE_CONTAINER_RUNTIME_ENDPOINT")]
+    pub container_runtime_endpoint: Option<String>,
 
     /// How long Events are kept, as a Go duration (e.g. 1h0m0s, 30m, 90s).
     #[arg(long, value_name = "DURATION", default_value = "1h0m0s", value_parser = parse_go_duration, env = "RKUBE_EVENT_TTL")]
@@ -217,6 +305,62 @@ pub struct ServerArgs {
     #[arg(long, value_name = "DURATION", default_value = "8760h0m0s", value_parser = parse_go_duration,
         env = "RKUBE_CLUSTER_SIGNING_DURATION")]
     pub cluster_signing_duration: std::time::Duration,
+
+    /// How often the node lifecycle controller checks node health
+    /// (kube-controller-manager's --node-monitor-period).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_go_duration,
+        env = "RKUBE_NODE_MONITOR_PERIOD")]
+    pub node_monitor_period: std::time::Duration,
+
+    /// How long a node may go without a heartbeat (status or Lease) before
+    /// it is marked Unknown (kube-controller-manager's
+    /// --node-monitor-grace-period; 50s since Kubernetes 1.32).
+    #[arg(long, value_name = "DURATION", default_value = "50s", value_parser = parse_go_duration,
+        env = "RKUBE_NODE_MONITOR_GRACE_PERIOD")]
+    pub node_monitor_grace_period: std::time::Duration,
+
+    /// The same for a node that never posted its status
+    /// (kube-controller-manager's --node-startup-grace-period).
+    #[arg(long, value_name = "DURATION", default_value = "1m0s", value_parser = parse_go_duration,
+        env = "RKUBE_NODE_STARTUP_GRACE_PERIOD")]
+    pub node_startup_grace_period: std::time::Duration,
+
+    /// Nodes per second whose pods are evicted (NoExecute-tainted) in a
+    /// healthy zone (kube-controller-manager's --node-eviction-rate).
+    #[arg(long, value_name = "RATE", default_value_t = 0.1, env = "RKUBE_NODE_EVICTION_RATE")]
+    pub node_eviction_rate: f64,
+
+    /// The same in a partially disrupted zone; 0 in zones of at most
+    /// --large-cluster-size-threshold nodes (--secondary-node-eviction-rate).
+    #[arg(long, value_name = "RATE", default_value_t = 0.01, env = "RKUBE_SECONDARY_NODE_EVICTION_RATE")]
+    pub secondary_node_eviction_rate: f64,
+
+    /// Share of not-Ready nodes (more than 2) that makes a zone partially
+    /// disrupted (--unhealthy-zone-threshold).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.55, env = "RKUBE_UNHEALTHY_ZONE_THRESHOLD")]
+    pub unhealthy_zone_threshold: f64,
+
+    /// Zones of at most this many nodes stop evicting when partially
+    /// disrupted (--large-cluster-size-threshold).
+    #[arg(long, value_name = "N", default_value_t = 50, env = "RKUBE_LARGE_CLUSTER_SIZE_THRESHOLD")]
+    pub large_cluster_size_threshold: usize,
+
+    /// Prefix length of each node's pod range carved from --cluster-cidr
+    /// [default: 24 for IPv4, 64 for IPv6] (--node-cidr-mask-size).
+    #[arg(long, value_name = "BITS", env = "RKUBE_NODE_CIDR_MASK_SIZE")]
+    pub node_cidr_mask_size: Option<u8>,
+
+    /// Terminated pods kept before the pod garbage collector deletes the
+    /// oldest; 0 or less: never (kube-controller-manager's
+    /// --terminated-pod-gc-threshold).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 12500,
+        allow_negative_numbers = true,
+        env = "RKUBE_TERMINATED_POD_GC_THRESHOLD"
+    )]
+    pub terminated_pod_gc_threshold: i32,
 }
 
 /// Parses a Go duration of hours, minutes, seconds and milliseconds

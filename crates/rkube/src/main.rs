@@ -12,6 +12,7 @@ use tracing_subscriber::EnvFilter;
 
 mod cli;
 mod controllers;
+mod images;
 mod net;
 mod ready;
 mod scheduler;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Images(cmd) => images::run(cmd),
         Command::Token(cli::TokenCommand::Create(args)) => {
             let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(rt) => rt,

@@ -55,15 +55,13 @@ struct Running {
     kubeconfig: PathBuf,
     controller_manager: Option<crate::controllers::Setup>,
     scheduler: Option<crate::scheduler::Setup>,
+    agent: Option<rkube_kubelet::agent::AgentConfig>,
 }
 
 /// Runs the server until SIGTERM or SIGINT. A second signal during
 /// shutdown exits at once with status 1.
 pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let mut signals = Signals::new()?;
-    if !args.disable_agent {
-        tracing::warn!(component = COMPONENT, "the node agent arrives in a later release: only the control plane runs (pass --disable-agent to silence this warning)");
-    }
     let running = tokio::select! {
         result = start(args) => result?,
         sig = signals.next() => {
@@ -71,10 +69,16 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let Running { server, store, compactor, kubeconfig, controller_manager, scheduler } = running;
+    let Running { server, store, compactor, kubeconfig, controller_manager, scheduler, agent } = running;
 
     let controller_manager = controller_manager.map(|config| crate::controllers::spawn(config, server.health()));
     let scheduler = scheduler.map(|setup| crate::scheduler::spawn(setup, server.health()));
+    let agent = agent.map(|config| {
+        let health = server.health();
+        rkube_kubelet::agent::spawn(config, async move {
+            crate::ready::wait_until_ready(&health, &mut std::future::pending::<()>()).await
+        })
+    });
     let health = server.health();
     let ready = tokio::spawn(async move {
         let started = std::time::Instant::now();
@@ -113,6 +117,10 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     });
 
     ready.abort();
+    // The agent stops (and its containerd with it) while the API still answers.
+    if let Some(agent) = agent {
+        agent.stop().await;
+    }
     // Controllers stop (and release their lease) while the API still answers.
     if let Some(scheduler) = scheduler {
         scheduler.stop().await;
@@ -263,7 +271,51 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
 
     let scheduler = crate::scheduler::scheduler_config(&args, &pki, &server_url)?;
 
-    Ok(Running { server, store, compactor, kubeconfig: shown_kubeconfig, controller_manager, scheduler })
+    let agent = agent_config(&args, &pki, &data_dir, advertise_address, &server_url)?;
+
+    Ok(Running { server, store, compactor, kubeconfig: shown_kubeconfig, controller_manager, scheduler, agent })
+}
+
+/// The in-server node agent's config (`None` with `--disable-agent`): its
+/// flags checked, the host checked (swap, root, containerd), and its
+/// `system:node:<name>` client certificate issued from the cluster CA.
+fn agent_config(
+    args: &ServerArgs,
+    pki: &ClusterPki,
+    data_dir: &Path,
+    advertise_address: IpAddr,
+    server_url: &str,
+) -> anyhow::Result<Option<rkube_kubelet::agent::AgentConfig>> {
+    use rkube_kubelet::agent::{identity, preflight, registration, status::Reserved, AgentConfig};
+    if args.disable_agent {
+        return Ok(None);
+    }
+    let node_name = args.node_name.clone().unwrap_or_else(registration::default_node_name);
+    if node_name.is_empty() {
+        return Err(anyhow!("cannot determine the node name from the hostname; set --node-name"));
+    }
+    let node_labels = registration::parse_node_labels(&args.node_labels).map_err(|e| anyhow!("--node-labels: {e}"))?;
+    let taints =
+        registration::parse_taints(&args.register_with_taints).map_err(|e| anyhow!("--register-with-taints: {e}"))?;
+    let kube_reserved = Reserved::parse(&args.kube_reserved).map_err(|e| anyhow!("--kube-reserved: {e}"))?;
+    let system_reserved = Reserved::parse(&args.system_reserved).map_err(|e| anyhow!("--system-reserved: {e}"))?;
+    preflight(args.fail_swap_on, args.container_runtime_endpoint.is_none())?;
+    let credential = identity::issue(&pki.ca, &node_name, data_dir).map_err(|e| anyhow!(e))?;
+    Ok(Some(AgentConfig {
+        data_dir: data_dir.to_path_buf(),
+        node_name,
+        node_ip: args.node_ip.unwrap_or(advertise_address),
+        node_labels,
+        taints,
+        kube_reserved,
+        system_reserved,
+        runtime_endpoint: args.container_runtime_endpoint.clone(),
+        control_plane: true,
+        kubelet_version: rkube_apimachinery::version::git_version(),
+        api: rkube_client::client::ApiEndpoint { url: server_url.to_string(), ca_pem: pki.ca.cert_pem.clone() },
+        credential,
+        admin_credential: Some(pki.admin.clone()),
+    }))
 }
 
 /// The API server's view of `--service-cidr` (IPv4 only for now).

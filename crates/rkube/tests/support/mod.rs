@@ -67,6 +67,9 @@ pub struct TestServerOptions {
     /// pods the API tests create stay as written (no binding, no
     /// PodScheduled condition, no events).
     pub scheduler: bool,
+    /// Run the node agent (managed containerd, Node registration). Off by
+    /// default (`--disable-agent`); needs root and containerd.
+    pub agent: bool,
 }
 
 impl TestServerOptions {
@@ -148,9 +151,11 @@ impl TestServer {
         };
         let port = options.port.unwrap_or_else(free_port);
         let mut cmd = Command::new(RKUBE);
-        cmd.arg("server")
-            .arg("--disable-agent")
-            .arg("--data-dir")
+        cmd.arg("server");
+        if !options.agent {
+            cmd.arg("--disable-agent");
+        }
+        cmd.arg("--data-dir")
             .arg(&data_dir)
             .args(["--bind-address", "127.0.0.1", "--advertise-address"])
             .arg(options.advertise_address.map_or_else(|| "127.0.0.1".to_string(), |a| a.to_string()))

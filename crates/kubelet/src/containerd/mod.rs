@@ -1,0 +1,73 @@
+//! The container runtime the agent talks to: a containerd that rkube
+//! configures, starts and supervises itself (every host path derived from the
+//! data dir, so several agents on one machine don't collide), or an existing
+//! CRI socket given with `--container-runtime-endpoint`.
+
+mod config;
+mod process;
+
+pub use config::{configured_snapshotter, ContainerdConfig, RuntimePaths, Snapshotter};
+pub use process::{teardown_host_state, ManagedContainerd, RuntimeError, StartOptions};
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cri::CriClient;
+
+/// The CRI socket for a data dir and an optional `--container-runtime-endpoint`
+/// (which wins): the managed containerd's socket otherwise.
+pub fn cri_socket(data_dir: &Path, endpoint: Option<&str>) -> PathBuf {
+    match endpoint {
+        Some(e) => crate::cri::socket_path(e),
+        None => RuntimePaths::new(data_dir).socket,
+    }
+}
+
+/// The agent's container runtime: the managed containerd, or an existing
+/// CRI endpoint (`--container-runtime-endpoint`) that rkube only talks to.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per agent: size is irrelevant
+pub enum ContainerRuntime {
+    /// rkube's own containerd.
+    Managed(ManagedContainerd),
+    /// A runtime someone else runs.
+    External(CriClient),
+}
+
+impl ContainerRuntime {
+    /// With `endpoint`, waits (up to `opts.ready_timeout`, default 60 s) for
+    /// the CRI there to answer Version, then imports `<data-dir>/agent/images`
+    /// and provides the pause image into it; without, starts the managed
+    /// containerd ([`ManagedContainerd::start`]).
+    pub async fn start(
+        data_dir: &Path,
+        endpoint: Option<&str>,
+        opts: StartOptions,
+    ) -> Result<ContainerRuntime, RuntimeError> {
+        let Some(endpoint) = endpoint else {
+            return Ok(ContainerRuntime::Managed(ManagedContainerd::start(data_dir, opts).await?));
+        };
+        let socket = crate::cri::socket_path(endpoint);
+        let timeout = opts.ready_timeout.unwrap_or(Duration::from_secs(60));
+        let hint = "check that the runtime named by --container-runtime-endpoint is running".to_string();
+        let client = process::wait_ready(&socket, timeout, hint).await?;
+        let images_dir = RuntimePaths::new(data_dir).images_dir;
+        crate::images::prepare_runtime_images(&client, opts.snapshotter, &images_dir).await?;
+        Ok(ContainerRuntime::External(client))
+    }
+
+    /// The CRI client.
+    pub fn client(&self) -> &CriClient {
+        match self {
+            ContainerRuntime::Managed(m) => m.client(),
+            ContainerRuntime::External(c) => c,
+        }
+    }
+
+    /// Stops the managed containerd; nothing for an external runtime.
+    pub async fn stop(&mut self) {
+        if let ContainerRuntime::Managed(m) = self {
+            m.stop().await;
+        }
+    }
+}
