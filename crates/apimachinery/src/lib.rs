@@ -13,6 +13,7 @@ pub mod patch;
 pub mod printers;
 pub mod protobuf;
 pub mod quantity;
+pub mod quota;
 pub mod registry;
 pub mod selector;
 pub mod strategy;

@@ -14,8 +14,10 @@ use crate::csr::SigningCa;
 use crate::leader::{LeaderElector, Timing};
 use crate::runtime::{Ctx, Stop};
 use crate::{
-    bootstrapsigner, clusterroleaggregation, csrapproving, csrsigning, rootcacertpublisher, serviceaccount,
-    serviceaccounttoken, tokencleaner,
+    bootstrapsigner, clusterroleaggregation, cronjob, csrapproving, csrsigning, daemonset, deployment, disruption,
+    endpoints, endpointslice, endpointslicemirroring, garbagecollector, job, namespace, nodeipam, nodelifecycle,
+    persistentvolume, podgc, pvcprotection, pvprotection, replicaset, resourcequota, rootcacertpublisher,
+    serviceaccount, serviceaccounttoken, statefulset, tainteviction, tokencleaner, ttlafterfinished,
 };
 
 const COMPONENT: &str = "kube-controller-manager";
@@ -35,6 +37,13 @@ pub struct Settings {
     /// `--service-account-private-key-file`), the one the API server
     /// verifies tokens with; none: the legacy token controller stays off.
     pub service_account_key: Option<Arc<rkube_pki::jws::SigningKey>>,
+    /// PodGC's threshold and timers (`--terminated-pod-gc-threshold`).
+    pub podgc: podgc::PodGcSettings,
+    /// The node controllers' timers, rates and pod ranges (node lifecycle, taint eviction, node IPAM).
+    pub node: nodelifecycle::NodeSettings,
+    /// Where the built-in local-path provisioner puts volumes
+    /// (`<data-dir>/storage`; default [`persistentvolume::provisioner::DEFAULT_STORAGE_ROOT`]).
+    pub storage_root: String,
 }
 
 /// One controller the manager knows.
@@ -61,6 +70,28 @@ pub const CONTROLLERS: &[ControllerInfo] = &[
     info(csrapproving::NAME, csrapproving::ALIAS, csrapproving::SERVICE_ACCOUNT, true),
     info(csrsigning::NAME, csrsigning::ALIAS, csrsigning::SERVICE_ACCOUNT, true),
     info(clusterroleaggregation::NAME, clusterroleaggregation::ALIAS, clusterroleaggregation::SERVICE_ACCOUNT, true),
+    info(podgc::NAME, podgc::ALIAS, podgc::SERVICE_ACCOUNT, true),
+    info(endpoints::NAME, endpoints::ALIAS, endpoints::SERVICE_ACCOUNT, true),
+    info(endpointslice::NAME, endpointslice::ALIAS, endpointslice::SERVICE_ACCOUNT, true),
+    info(endpointslicemirroring::NAME, endpointslicemirroring::ALIAS, endpointslicemirroring::SERVICE_ACCOUNT, true),
+    info(namespace::NAME, namespace::ALIAS, namespace::SERVICE_ACCOUNT, true),
+    info(garbagecollector::NAME, garbagecollector::ALIAS, garbagecollector::SERVICE_ACCOUNT, true),
+    info(replicaset::NAME, replicaset::ALIAS, replicaset::SERVICE_ACCOUNT, true),
+    info(replicaset::RC_NAME, replicaset::RC_ALIAS, replicaset::RC_SERVICE_ACCOUNT, true),
+    info(deployment::NAME, deployment::ALIAS, deployment::SERVICE_ACCOUNT, true),
+    info(statefulset::NAME, statefulset::ALIAS, statefulset::SERVICE_ACCOUNT, true),
+    info(daemonset::NAME, daemonset::ALIAS, daemonset::SERVICE_ACCOUNT, true),
+    info(job::NAME, job::ALIAS, job::SERVICE_ACCOUNT, true),
+    info(cronjob::NAME, cronjob::ALIAS, cronjob::SERVICE_ACCOUNT, true),
+    info(ttlafterfinished::NAME, ttlafterfinished::ALIAS, ttlafterfinished::SERVICE_ACCOUNT, true),
+    info(nodelifecycle::NAME, nodelifecycle::ALIAS, nodelifecycle::SERVICE_ACCOUNT, true),
+    info(tainteviction::NAME, tainteviction::ALIAS, tainteviction::SERVICE_ACCOUNT, true),
+    info(nodeipam::NAME, nodeipam::ALIAS, nodeipam::SERVICE_ACCOUNT, true),
+    info(persistentvolume::NAME, persistentvolume::ALIAS, persistentvolume::SERVICE_ACCOUNT, true),
+    info(pvcprotection::NAME, pvcprotection::ALIAS, pvcprotection::SERVICE_ACCOUNT, true),
+    info(pvprotection::NAME, pvprotection::ALIAS, pvprotection::SERVICE_ACCOUNT, true),
+    info(resourcequota::NAME, resourcequota::ALIAS, resourcequota::SERVICE_ACCOUNT, true),
+    info(disruption::NAME, disruption::ALIAS, disruption::SERVICE_ACCOUNT, true),
 ];
 
 const fn info(name: &'static str, alias: &'static str, sa: &'static str, on: bool) -> ControllerInfo {
@@ -250,6 +281,28 @@ async fn start(
         csrapproving::NAME => csrapproving::run(ctx, stop).await,
         csrsigning::NAME => csrsigning::run(ctx, stop).await,
         clusterroleaggregation::NAME => clusterroleaggregation::run(ctx, stop).await,
+        podgc::NAME => podgc::run(ctx, stop).await,
+        endpoints::NAME => endpoints::run(ctx, stop).await,
+        endpointslice::NAME => endpointslice::run(ctx, stop).await,
+        endpointslicemirroring::NAME => endpointslicemirroring::run(ctx, stop).await,
+        namespace::NAME => namespace::run(ctx, stop).await,
+        garbagecollector::NAME => garbagecollector::run(ctx, stop).await,
+        replicaset::NAME => replicaset::run(ctx, stop).await,
+        deployment::NAME => deployment::run(ctx, stop).await,
+        statefulset::NAME => statefulset::run(ctx, stop).await,
+        daemonset::NAME => daemonset::run(ctx, stop).await,
+        replicaset::RC_NAME => replicaset::run_rc(ctx, stop).await,
+        job::NAME => job::run(ctx, stop).await,
+        cronjob::NAME => cronjob::run(ctx, stop).await,
+        ttlafterfinished::NAME => ttlafterfinished::run(ctx, stop).await,
+        nodelifecycle::NAME => nodelifecycle::run(ctx, stop).await,
+        tainteviction::NAME => tainteviction::run(ctx, stop).await,
+        nodeipam::NAME => nodeipam::run(ctx, stop).await,
+        persistentvolume::NAME => persistentvolume::run(ctx, stop).await,
+        pvcprotection::NAME => pvcprotection::run(ctx, stop).await,
+        pvprotection::NAME => pvprotection::run(ctx, stop).await,
+        resourcequota::NAME => resourcequota::run(ctx, stop).await,
+        disruption::NAME => disruption::run(ctx, stop).await,
         other => tracing::error!(component = COMPONENT, controller = other, "no such controller"),
     }
 }
@@ -265,21 +318,18 @@ mod tests {
 
     #[test]
     fn controllers_flag_follows_upstream_semantics() {
-        assert_eq!(
-            enabled("*"),
-            [
-                "serviceaccount-token",
-                "serviceaccount",
-                "root-ca-cert-publisher",
-                "csrapproving",
-                "csrsigning",
-                "clusterrole-aggregation"
-            ]
-        );
-        assert_eq!(
-            enabled("*,-csrsigning,tokencleaner,-serviceaccount-token-controller"),
-            ["serviceaccount", "root-ca-cert-publisher", "tokencleaner", "csrapproving", "clusterrole-aggregation"]
-        );
+        // `*`: every controller except the two bootstrap-token ones, which
+        // upstream leaves off by default.
+        let all = enabled("*");
+        assert_eq!(all.len(), CONTROLLERS.len() - 2);
+        assert!(!all.contains(&"tokencleaner") && !all.contains(&"bootstrapsigner"));
+        for alias in ["serviceaccount", "replicaset", "deployment", "garbagecollector", "namespace", "nodelifecycle"] {
+            assert!(all.contains(&alias), "{alias} is on by default");
+        }
+        let some = enabled("*,-csrsigning,tokencleaner,-serviceaccount-token-controller");
+        assert!(some.contains(&"tokencleaner"));
+        assert!(!some.contains(&"csrsigning") && !some.contains(&"serviceaccount-token"));
+        assert_eq!(some.len(), all.len() - 1);
         assert_eq!(enabled("serviceaccount-controller"), ["serviceaccount"]);
         // The first entry naming a controller decides, as upstream's IsControllerEnabled.
         assert_eq!(enabled("-serviceaccount,serviceaccount"), Vec::<&str>::new());
@@ -289,14 +339,12 @@ mod tests {
 
     #[test]
     fn every_upstream_controller_name_is_accepted_and_unknown_ones_refused_as_upstream() {
-        let sel = ControllerSelection::parse("*,-garbage-collector-controller").unwrap();
-        assert_eq!(sel.not_implemented(), ["garbage-collector-controller"]);
-        assert_eq!(enabled("*,-garbage-collector-controller").len(), enabled("*").len());
-        let sel = ControllerSelection::parse("-node-ipam-controller,podgc,deployment-controller,podgc").unwrap();
-        assert_eq!(
-            sel.not_implemented(),
-            ["node-ipam-controller", "pod-garbage-collector-controller", "deployment-controller"]
-        );
+        // Upstream controllers rkube does not run yet are accepted and reported.
+        let sel = ControllerSelection::parse("*,-cloud-node-lifecycle-controller").unwrap();
+        assert_eq!(sel.not_implemented(), ["cloud-node-lifecycle-controller"]);
+        assert_eq!(enabled("*,-cloud-node-lifecycle-controller").len(), enabled("*").len());
+        let sel = ControllerSelection::parse("-route,podgc,service,route").unwrap();
+        assert_eq!(sel.not_implemented(), ["node-route-controller", "service-lb-controller"]);
         assert_eq!(ControllerSelection::parse("*").unwrap().not_implemented(), Vec::<&str>::new());
         for (name, alias) in crate::known::UPSTREAM_CONTROLLERS {
             ControllerSelection::parse(name).unwrap();
@@ -308,7 +356,9 @@ mod tests {
         // Every controller rkube runs is an upstream one, under its upstream name and alias.
         for c in CONTROLLERS {
             assert_eq!(crate::known::canonical(c.name), Some(c.name));
-            assert_eq!(crate::known::canonical(c.alias), Some(c.name));
+            if !c.alias.is_empty() {
+                assert_eq!(crate::known::canonical(c.alias), Some(c.name));
+            }
         }
         // Upstream's GenericControllerManagerConfigurationOptions.Validate text.
         assert_eq!(

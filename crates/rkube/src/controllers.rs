@@ -60,6 +60,22 @@ pub fn manager_config(
             cluster_info_server: format!("https://{}", SocketAddr::new(advertise_address, args.https_port)),
             signing_duration: args.cluster_signing_duration,
             service_account_key: Some(Arc::new(sa_key)),
+            podgc: rkube_controllers::podgc::PodGcSettings {
+                terminated_pod_gc_threshold: args.terminated_pod_gc_threshold,
+                ..Default::default()
+            },
+            node: rkube_controllers::nodelifecycle::NodeSettings {
+                monitor_period: args.node_monitor_period,
+                monitor_grace_period: args.node_monitor_grace_period,
+                startup_grace_period: args.node_startup_grace_period,
+                eviction_rate: args.node_eviction_rate,
+                secondary_eviction_rate: args.secondary_node_eviction_rate,
+                unhealthy_zone_threshold: args.unhealthy_zone_threshold,
+                large_cluster_size_threshold: args.large_cluster_size_threshold,
+                cluster_cidr: Some(args.cluster_cidr.to_string()),
+                node_cidr_mask_size: args.node_cidr_mask_size,
+            },
+            storage_root: args.data_dir.join("storage").display().to_string(),
         }),
     };
     Ok(Some(Setup { config, admin: pki.admin.clone() }))
@@ -83,6 +99,16 @@ pub fn spawn(setup: Setup, health: Health) -> Handle {
         tokio::pin!(stopped);
         if !crate::ready::wait_until_ready(&health, &mut stopped).await {
             return;
+        }
+        // k3s's local-storage addon: the default `local-path` StorageClass
+        // (admin rights: the binder may only read classes).
+        if rkube_controllers::persistentvolume::enabled(&config.controllers) {
+            let admin = rkube_controllers::client::with_certificate(&config.endpoint, &admin.cert_pem, &admin.key_pem);
+            if let Ok(admin) = admin {
+                if let Err(e) = rkube_controllers::persistentvolume::provisioner::ensure_default_class(&admin).await {
+                    tracing::warn!(component = "kube-controller-manager", error = %e, "cannot create the StorageClass");
+                }
+            }
         }
         let admin = rkube_controllers::client::with_certificate(&config.endpoint, &admin.cert_pem, &admin.key_pem);
         match admin {

@@ -13,7 +13,10 @@ use support::{TestServer, TestServerOptions};
 fn upstream_controller_names_rkube_lacks_are_accepted_and_logged_once() {
     let server = TestServer::start_with(TestServerOptions {
         controllers: true,
-        extra_args: vec!["--controllers".into(), "*,-garbage-collector-controller,-node-ipam-controller".into()],
+        extra_args: vec![
+            "--controllers".into(),
+            "*,-cloud-node-lifecycle-controller,-storage-version-migrator-controller".into(),
+        ],
         ..Default::default()
     });
     // The implemented controllers still run: the default ServiceAccount appears.
@@ -25,7 +28,11 @@ fn upstream_controller_names_rkube_lacks_are_accepted_and_logged_once() {
     let logs = server.logs();
     let lines: Vec<&str> = logs.lines().filter(|l| l.contains("not implemented in rkube yet")).collect();
     assert_eq!(lines.len(), 1, "{logs}");
-    assert!(lines[0].contains(r#"["garbage-collector-controller", "node-ipam-controller"]"#), "{}", lines[0]);
+    assert!(
+        lines[0].contains(r#"["cloud-node-lifecycle-controller", "storage-version-migrator-controller"]"#),
+        "{}",
+        lines[0]
+    );
 }
 
 #[test]

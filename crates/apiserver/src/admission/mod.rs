@@ -42,6 +42,7 @@ pub mod podsecurity;
 pub mod priority;
 pub mod pvcresize;
 pub mod rbac;
+pub mod resourcequota;
 pub mod runtimeclass;
 pub mod serviceaccount;
 pub mod storageclass;

@@ -4,7 +4,7 @@
 //! PodSecurity, Priority, DefaultTolerationSeconds, DefaultStorageClass,
 //! StorageObjectInUseProtection, RuntimeClass, PersistentVolumeClaimResize,
 //! MutatingAdmissionWebhook, ValidatingAdmissionPolicy,
-//! ValidatingAdmissionWebhook.
+//! ValidatingAdmissionWebhook, ResourceQuota.
 //!
 //! NamespaceLifecycle runs in the handlers before decoding finishes
 //! ([`crate::rest::Ctx::admit`]); every other plugin is listed here.
@@ -49,6 +49,8 @@ pub fn default_chain(stores: &Stores, authorizer: &Arc<crate::authz::ServerAutho
         Arc::new(super::certificates::CertificateSubjectRestriction),
     ];
     // MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook: last, in that order.
-    let plugins = plugins.into_iter().chain(super::webhook::tail_plugins(stores)).collect();
+    let mut plugins: Vec<Arc<dyn Plugin>> = plugins.into_iter().chain(super::webhook::tail_plugins(stores)).collect();
+    // ResourceQuota: the last validating plugin, so only writes every other plugin admitted are charged.
+    plugins.push(Arc::new(super::resourcequota::ResourceQuota::new(builtin::store(stores, "", "v1", "resourcequotas"))));
     Chain::new(plugins)
 }

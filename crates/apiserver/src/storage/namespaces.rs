@@ -8,9 +8,9 @@
 //!   namespace x because it is being terminated`; `default`, `kube-system`
 //!   and `kube-public` may not be deleted.
 //!
-//! Emptying a terminating namespace is the namespace controller's job (a
-//! later item): until it exists, a deleted namespace stays `Terminating`
-//! until something removes its `kubernetes` finalizer through `/finalize`.
+//! Emptying a terminating namespace is the namespace controller's job
+//! (`rkube_controllers::namespace`): it deletes the content, then removes
+//! the `kubernetes` finalizer through `/finalize`, and the namespace goes.
 
 use std::sync::Arc;
 

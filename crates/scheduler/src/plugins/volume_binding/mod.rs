@@ -17,10 +17,11 @@
 //! - PreBind: writes those through the API client, then waits (polling
 //!   the informers every second, up to `bindTimeoutSeconds`, default 600)
 //!   until every claim is bound with `pv.kubernetes.io/bind-completed`.
-//!   Completing a binding is the PV controller's job (and an external
-//!   provisioner's for dynamic provisioning): until rkube has that
-//!   controller (issue 6), PreBind for a pod with unbound claims ends with
-//!   "binding volumes: context deadline exceeded" and the pod is retried.
+//!   Completing a binding is the PV controller's job (and the
+//!   provisioner's for dynamic provisioning: rkube's local-path one,
+//!   `rkube_controllers::persistentvolume`); without them PreBind for a
+//!   pod with unbound claims ends with "binding volumes: context deadline
+//!   exceeded" and the pod is retried.
 //!   The wait is a plain async sleep loop, so dropping the PreBind future
 //!   cancels it.
 //!
