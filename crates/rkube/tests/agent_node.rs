@@ -29,7 +29,11 @@ fn json(server: &TestServer, args: &[&str]) -> Value {
 }
 
 fn condition<'a>(node: &'a Value, type_: &str) -> &'a Value {
-    node["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == type_).unwrap_or(&Value::Null)
+    // A Node just created has no status yet: its conditions read as absent.
+    node["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+        .unwrap_or(&Value::Null)
 }
 
 /// Processes whose command line mentions `dir` (containerd, its shims).

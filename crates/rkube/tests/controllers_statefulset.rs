@@ -209,12 +209,19 @@ fn statefulset_scaling_creates_in_order_and_removes_in_reverse() {
     });
 }
 
+/// The pod as JSON, or null while it does not exist (a rolling update
+/// deletes each pod before the controller recreates it).
+fn pod_json(server: &TestServer, pod: &str) -> Value {
+    let out = server.kubectl(&["get", "pod", pod, "-o", "json", "--ignore-not-found"]);
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
 fn revision_of(server: &TestServer, pod: &str) -> String {
-    server.get_json(&["pod", pod])["metadata"]["labels"]["controller-revision-hash"].as_str().unwrap_or("").to_string()
+    pod_json(server, pod)["metadata"]["labels"]["controller-revision-hash"].as_str().unwrap_or("").to_string()
 }
 
 fn image_of(server: &TestServer, pod: &str) -> String {
-    server.get_json(&["pod", pod])["spec"]["containers"][0]["image"].as_str().unwrap_or("").to_string()
+    pod_json(server, pod)["spec"]["containers"][0]["image"].as_str().unwrap_or("").to_string()
 }
 
 // Conformance "StatefulSet, Rolling Update with Partition" and
@@ -225,7 +232,7 @@ fn image_of(server: &TestServer, pod: &str) -> String {
 fn statefulset_rolling_update_with_partition_history_and_undo() {
     let server = start();
     server.create(&statefulset("web", 3, "nginx:1"));
-    with_kubelet(&server, true, |_| {
+    with_kubelet(&server, true, |kubelet| {
         server.kubectl_ok(&["rollout", "status", "statefulset/web", "--timeout=90s"]);
         let first = server.get_json(&["statefulset", "web"])["status"]["currentRevision"].as_str().unwrap().to_string();
         let revs = server.get_json(&["controllerrevisions", "-l", "app=web"]);
@@ -259,9 +266,14 @@ fn statefulset_rolling_update_with_partition_history_and_undo() {
 
         // Partition 0: web-1 then web-0, in reverse ordinal order.
         let patch = json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}});
+        // The new web-1 is held not Ready, so the controller may not move
+        // on to web-0: the order is visible without racing the update.
+        kubelet.make_ready.store(false, Ordering::SeqCst);
         server.kubectl_ok(&["patch", "statefulset", "web", "-p", &patch.to_string()]);
         server.wait_for(WAIT, "web-1 updated", || revision_of(&server, "web-1") == update);
+        std::thread::sleep(Duration::from_secs(2));
         assert_eq!(revision_of(&server, "web-0"), first, "web-0 was updated before web-1");
+        kubelet.make_ready.store(true, Ordering::SeqCst);
         server.wait_for(WAIT, "web-0 updated", || revision_of(&server, "web-0") == update);
         server.kubectl_ok(&["rollout", "status", "statefulset/web", "--timeout=90s"]);
         let st = server.get_json(&["statefulset", "web"])["status"].clone();
