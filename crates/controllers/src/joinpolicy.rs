@@ -15,9 +15,15 @@
 //!   (server and CA) the bootstrap signer then signs.
 //!
 //! The ClusterRoles they refer to belong to the API server's bootstrap policy.
+//!
+//! rkube adds (k3s-like, see [`crate::csrapproving`]) the ClusterRole
+//! `rkube:kubelet-serving-approver` (`approve` on the signer
+//! `kubernetes.io/kubelet-serving`, `get` on nodes) bound to the
+//! approver's ServiceAccount `kube-system/certificate-controller`, so that
+//! joined nodes get their kubelet serving certificates.
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde::de::DeserializeOwned;
 
@@ -58,6 +64,40 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
             subject("Group", "system:nodes"),
         ),
     ]
+}
+
+/// The name of rkube's kubelet serving approval ClusterRole and its binding.
+pub const SERVING_APPROVER_ROLE: &str = "rkube:kubelet-serving-approver";
+
+/// The ClusterRole and binding that let csrapproving approve nodes' own
+/// kubelet serving requests.
+pub fn serving_approver() -> (ClusterRole, ClusterRoleBinding) {
+    let rule = |groups: &str, resources: &str, names: Option<&str>, verb: &str| PolicyRule {
+        api_groups: Some(vec![groups.into()]),
+        resources: Some(vec![resources.into()]),
+        resource_names: names.map(|n| vec![n.into()]),
+        verbs: vec![verb.into()],
+        ..Default::default()
+    };
+    let role = ClusterRole {
+        metadata: ObjectMeta { name: Some(SERVING_APPROVER_ROLE.into()), ..Default::default() },
+        rules: Some(vec![
+            rule("certificates.k8s.io", "signers", Some(crate::csr::KUBELET_SERVING_SIGNER), "approve"),
+            rule("", "nodes", None, "get"),
+        ]),
+        aggregation_rule: None,
+    };
+    let binding = cluster_role_binding(
+        SERVING_APPROVER_ROLE,
+        SERVING_APPROVER_ROLE,
+        Subject {
+            kind: "ServiceAccount".into(),
+            name: crate::csrapproving::SERVICE_ACCOUNT.into(),
+            namespace: Some("kube-system".into()),
+            api_group: Some(String::new()),
+        },
+    );
+    (role, binding)
 }
 
 /// The kube-public Role letting anyone read `cluster-info`.
@@ -109,6 +149,9 @@ pub async fn ensure(admin: &kube::Client, kubeconfig: &str) -> Result<(), kube::
     for crb in cluster_role_bindings() {
         create_if_missing(Api::<ClusterRoleBinding>::all(admin.clone()), &crb).await?;
     }
+    let (approver, approver_binding) = serving_approver();
+    create_if_missing(Api::<ClusterRole>::all(admin.clone()), &approver).await?;
+    create_if_missing(Api::<ClusterRoleBinding>::all(admin.clone()), &approver_binding).await?;
     let (role, binding) = cluster_info_role();
     create_if_missing(Api::<Role>::namespaced(admin.clone(), CLUSTER_INFO_NAMESPACE), &role).await?;
     create_if_missing(Api::<RoleBinding>::namespaced(admin.clone(), CLUSTER_INFO_NAMESPACE), &binding).await?;

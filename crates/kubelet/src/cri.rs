@@ -310,6 +310,59 @@ impl CriClient {
         let req = v1::RemoveImageRequest { image: Some(image_spec(image)) };
         call!(self, image, remove_image, "RemoveImage", req).map(|_| ())
     }
+
+    /// RuntimeService.Exec: a streaming URL on the runtime's streaming
+    /// server that serves this exec session (SPDY or WebSocket channel
+    /// protocol) once.
+    pub async fn exec(&self, req: v1::ExecRequest) -> Result<String, CriError> {
+        call!(self, runtime, exec, "Exec", req).map(|r| r.url)
+    }
+
+    /// RuntimeService.Attach: a streaming URL for attaching to the
+    /// container's main process.
+    pub async fn attach(&self, req: v1::AttachRequest) -> Result<String, CriError> {
+        call!(self, runtime, attach, "Attach", req).map(|r| r.url)
+    }
+
+    /// RuntimeService.PortForward: a streaming URL (SPDY
+    /// `portforward.k8s.io`) into the sandbox's network namespace.
+    pub async fn port_forward(&self, pod_sandbox_id: &str, ports: Vec<i32>) -> Result<String, CriError> {
+        let req = v1::PortForwardRequest { pod_sandbox_id: pod_sandbox_id.into(), port: ports };
+        call!(self, runtime, port_forward, "PortForward", req).map(|r| r.url)
+    }
+
+    /// RuntimeService.ReopenContainerLog: the runtime reopens the
+    /// container's log file (after the kubelet renamed it for rotation).
+    pub async fn reopen_container_log(&self, id: &str) -> Result<(), CriError> {
+        let req = v1::ReopenContainerLogRequest { container_id: id.into() };
+        call!(self, runtime, reopen_container_log, "ReopenContainerLog", req).map(|_| ())
+    }
+
+    /// RuntimeService.ListContainerStats: CPU, memory and writable-layer
+    /// usage of the (running) containers matching `filter`.
+    pub async fn list_container_stats(
+        &self,
+        filter: Option<v1::ContainerStatsFilter>,
+    ) -> Result<Vec<v1::ContainerStats>, CriError> {
+        call!(self, runtime, list_container_stats, "ListContainerStats", v1::ListContainerStatsRequest { filter })
+            .map(|r| r.stats)
+    }
+
+    /// RuntimeService.ExecSync: runs `cmd` in the container and waits for it
+    /// (stdout, stderr, exit code). `timeout` goes to the runtime in whole
+    /// seconds (0 = none) and is added to this call's own deadline, as
+    /// upstream's remote runtime does; a `DeadlineExceeded` error means the
+    /// command timed out.
+    pub async fn exec_sync(
+        &self,
+        id: &str,
+        cmd: Vec<String>,
+        timeout: Duration,
+    ) -> Result<v1::ExecSyncResponse, CriError> {
+        let req = v1::ExecSyncRequest { container_id: id.into(), cmd, timeout: timeout.as_secs() as i64 };
+        let this = self.with_timeout(self.timeout + timeout);
+        call!(this, runtime, exec_sync, "ExecSync", req)
+    }
 }
 
 /// An ImageSpec naming `image` (a reference or an image id).

@@ -20,6 +20,10 @@ pub mod containerd;
 pub mod cri;
 pub mod host;
 pub mod images;
+pub mod logs;
+pub mod server;
+pub mod simulated;
+pub mod pods;
 
 /// The pod sandbox ("pause") image the managed containerd is configured with
 /// and `rkube images build-local` provides, as upstream Kubernetes 1.33's

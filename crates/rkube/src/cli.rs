@@ -9,6 +9,9 @@ use rkube_store::DatastoreEndpoint;
 
 use crate::net::Cidr;
 
+/// Where a server or agent keeps its state unless `--data-dir` says otherwise.
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/rkube";
+
 /// Kubernetes in one binary: the control plane and (in a later release) the
 /// node agent.
 #[derive(Debug, Parser)]
@@ -35,6 +38,10 @@ pub enum Command {
     /// embedded SQLite store or etcd. Creates the cluster PKI and an admin
     /// kubeconfig at <data-dir>/admin.kubeconfig on first start.
     Server(ServerArgs),
+
+    /// Join a cluster as a node: discover the cluster CA with a join token,
+    /// obtain the node's certificates through CSRs, and run the node agent.
+    Agent(crate::agent::AgentArgs),
 
     /// Manage bootstrap tokens for joining nodes.
     #[command(subcommand)]
@@ -213,6 +220,22 @@ pub struct ServerArgs {
     #[arg(long, value_name = "ENDPOINT", env = "RKUBE_CONTAINER_RUNTIME_ENDPOINT")]
     pub container_runtime_endpoint: Option<String>,
 
+    /// The node agent's runtime: containerd (managed, or --container-runtime-endpoint) or simulated
+    /// (in-process, runs no processes: hollow nodes for control-plane scale tests; no root needed).
+    #[arg(long, value_name = "RUNTIME", default_value = "containerd", env = "RKUBE_RUNTIME",
+          value_parser = clap::builder::TypedValueParser::map(
+              clap::builder::PossibleValuesParser::new(["containerd", "simulated"]),
+              |s| s.parse::<rkube_kubelet::containerd::RuntimeKind>().expect("a possible value")),
+          conflicts_with = "container_runtime_endpoint")]
+    pub runtime: rkube_kubelet::containerd::RuntimeKind,
+
+    /// Port of the kubelet API (HTTPS: logs, exec, attach, port-forward, stats).
+    #[arg(long, value_name = "PORT", default_value_t = 10250, env = "RKUBE_KUBELET_PORT")]
+    pub kubelet_port: u16,
+
+    #[command(flatten)]
+    pub eviction: EvictionArgs,
+
     /// How long Events are kept, as a Go duration (e.g. 1h0m0s, 30m, 90s).
     #[arg(long, value_name = "DURATION", default_value = "1h0m0s", value_parser = parse_go_duration, env = "RKUBE_EVENT_TTL")]
     pub event_ttl: std::time::Duration,
@@ -361,6 +384,61 @@ pub struct ServerArgs {
         env = "RKUBE_TERMINATED_POD_GC_THRESHOLD"
     )]
     pub terminated_pod_gc_threshold: i32,
+}
+
+/// The node agent's eviction and image GC flags (upstream kubelet's names and defaults).
+#[derive(Debug, Clone, Args)]
+pub struct EvictionArgs {
+    /// Hard eviction thresholds, `signal<quantity` or `signal<percent%` separated by commas
+    /// (memory.available, nodefs.available, nodefs.inodesFree, imagefs.available,
+    /// imagefs.inodesFree, pid.available); the empty string disables eviction.
+    #[arg(long, value_name = "LIST", default_value = rkube_kubelet::agent::eviction::DEFAULT_EVICTION_HARD,
+          env = "RKUBE_EVICTION_HARD")]
+    pub eviction_hard: String,
+
+    /// How long a pressure condition stays True after its threshold was last crossed (Go duration).
+    #[arg(long, value_name = "DURATION", default_value = "5m0s", value_parser = parse_go_duration,
+          env = "RKUBE_EVICTION_PRESSURE_TRANSITION_PERIOD")]
+    pub eviction_pressure_transition_period: std::time::Duration,
+
+    /// Image filesystem usage percent above which image GC runs (100 disables it).
+    #[arg(long, value_name = "PERCENT", default_value_t = 85, env = "RKUBE_IMAGE_GC_HIGH_THRESHOLD")]
+    pub image_gc_high_threshold: u8,
+
+    /// Image filesystem usage percent image GC frees down to.
+    #[arg(long, value_name = "PERCENT", default_value_t = 80, env = "RKUBE_IMAGE_GC_LOW_THRESHOLD")]
+    pub image_gc_low_threshold: u8,
+
+    /// How often image GC checks the image filesystem (Go duration; upstream's fixed 5m).
+    #[arg(long, value_name = "DURATION", default_value = "5m0s", value_parser = parse_go_duration,
+          env = "RKUBE_IMAGE_GC_PERIOD")]
+    pub image_gc_period: std::time::Duration,
+
+    /// Minimum age of an unused image before image GC may remove it (Go duration).
+    #[arg(long, value_name = "DURATION", default_value = "2m0s", value_parser = parse_go_duration,
+          env = "RKUBE_MINIMUM_IMAGE_TTL_DURATION")]
+    pub minimum_image_ttl_duration: std::time::Duration,
+}
+
+impl EvictionArgs {
+    /// The agent's eviction settings; errors name the flag at fault.
+    pub fn config(&self) -> anyhow::Result<rkube_kubelet::agent::eviction::EvictionConfig> {
+        use rkube_kubelet::agent::{eviction, image_gc};
+        let hard =
+            eviction::parse_thresholds(&self.eviction_hard).map_err(|e| anyhow::anyhow!("--eviction-hard: {e}"))?;
+        let image_gc = image_gc::ImageGcConfig {
+            high_percent: self.image_gc_high_threshold,
+            low_percent: self.image_gc_low_threshold,
+            period: self.image_gc_period.max(std::time::Duration::from_secs(1)),
+            min_age: self.minimum_image_ttl_duration,
+        };
+        image_gc.validate().map_err(|e| anyhow::anyhow!(e))?;
+        Ok(eviction::EvictionConfig {
+            hard,
+            pressure_transition_period: self.eviction_pressure_transition_period,
+            image_gc,
+        })
+    }
 }
 
 /// Parses a Go duration of hours, minutes, seconds and milliseconds

@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
 
+mod agent;
 mod cli;
 mod controllers;
 mod images;
@@ -47,6 +48,24 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!(component = "rkube", "{e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Agent(args) => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("error: cannot start the async runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let result = runtime.block_on(agent::run(args));
+            runtime.shutdown_timeout(Duration::from_secs(5));
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
                     ExitCode::FAILURE
                 }
             }

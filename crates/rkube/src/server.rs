@@ -299,22 +299,32 @@ fn agent_config(
         registration::parse_taints(&args.register_with_taints).map_err(|e| anyhow!("--register-with-taints: {e}"))?;
     let kube_reserved = Reserved::parse(&args.kube_reserved).map_err(|e| anyhow!("--kube-reserved: {e}"))?;
     let system_reserved = Reserved::parse(&args.system_reserved).map_err(|e| anyhow!("--system-reserved: {e}"))?;
-    preflight(args.fail_swap_on, args.container_runtime_endpoint.is_none())?;
+    let simulated = args.runtime == rkube_kubelet::containerd::RuntimeKind::Simulated;
+    preflight(args.fail_swap_on, args.container_runtime_endpoint.is_none() && !simulated)?;
     let credential = identity::issue(&pki.ca, &node_name, data_dir).map_err(|e| anyhow!(e))?;
+    let node_ip = args.node_ip.unwrap_or(advertise_address);
+    let serving_credential = rkube_kubelet::server::issue_serving_cert(&pki.ca, &node_name, &[node_ip])
+        .map_err(|e| anyhow!("cannot issue the kubelet serving certificate: {e}"))?;
     Ok(Some(AgentConfig {
         data_dir: data_dir.to_path_buf(),
         node_name,
-        node_ip: args.node_ip.unwrap_or(advertise_address),
+        node_ip,
         node_labels,
         taints,
         kube_reserved,
         system_reserved,
         runtime_endpoint: args.container_runtime_endpoint.clone(),
+        runtime: args.runtime,
         control_plane: true,
         kubelet_version: rkube_apimachinery::version::git_version(),
         api: rkube_client::client::ApiEndpoint { url: server_url.to_string(), ca_pem: pki.ca.cert_pem.clone() },
         credential,
         admin_credential: Some(pki.admin.clone()),
+        cluster_dns: vec![args.cluster_dns.unwrap_or_else(|| crate::cli::default_cluster_dns(&args.service_cidr))],
+        cluster_domain: args.cluster_domain.clone(),
+        kubelet_port: args.kubelet_port,
+        serving_credential,
+        eviction: args.eviction.config()?,
     }))
 }
 

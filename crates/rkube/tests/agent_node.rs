@@ -18,7 +18,7 @@ struct HostCleanup(std::path::PathBuf);
 
 impl Drop for HostCleanup {
     fn drop(&mut self) {
-        rkube_kubelet::containerd::teardown_host_state(&rkube_kubelet::containerd::RuntimePaths::new(&self.0));
+        rkube_kubelet::containerd::teardown_node(&self.0);
     }
 }
 
@@ -82,6 +82,8 @@ fn server_agent_registers_a_ready_node_with_lease_and_pod_network() {
             "cpu=100m,memory=100Mi",
             "--system-reserved",
             "memory=156Mi",
+            "--kubelet-port",
+            "10250",
         ]
         .map(String::from)
         .to_vec(),

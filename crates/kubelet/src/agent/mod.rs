@@ -14,7 +14,9 @@
 //! NetworkReady, and the node goes Ready.
 
 pub mod cni;
+pub mod eviction;
 pub mod identity;
+pub mod image_gc;
 pub mod lease;
 pub mod machine;
 pub mod registration;
@@ -67,6 +69,8 @@ pub struct AgentConfig {
     pub system_reserved: Reserved,
     /// `--container-runtime-endpoint`: an existing CRI socket instead of the managed containerd.
     pub runtime_endpoint: Option<String>,
+    /// `--runtime`: containerd (managed or `runtime_endpoint`) or the simulated runtime.
+    pub runtime: crate::containerd::RuntimeKind,
     /// Whether this node runs the control plane (gets the control-plane role label).
     pub control_plane: bool,
     /// nodeInfo.kubeletVersion (the server's gitVersion, e.g. `v1.33.0`).
@@ -78,6 +82,18 @@ pub struct AgentConfig {
     /// A cluster-admin credential to set the role label with (as kubeadm
     /// marks its control-plane nodes), if any.
     pub admin_credential: Option<CertAndKey>,
+    /// `--cluster-dns`: the nameservers of ClusterFirst pods.
+    pub cluster_dns: Vec<IpAddr>,
+    /// `--cluster-domain` (e.g. `cluster.local`).
+    pub cluster_domain: String,
+    /// `--kubelet-port`: the kubelet API's HTTPS port (10250).
+    pub kubelet_port: u16,
+    /// The kubelet API's serving certificate (signed by the cluster CA,
+    /// which the API server verifies it against; client certificates on the
+    /// kubelet API are verified against `api.ca_pem`).
+    pub serving_credential: CertAndKey,
+    /// `--eviction-hard`, `--eviction-pressure-transition-period` and the image GC flags.
+    pub eviction: eviction::EvictionConfig,
 }
 
 /// A host prerequisite that stops the agent (and the server) from starting.
@@ -145,7 +161,7 @@ impl Agent {
 async fn run<F: Future<Output = bool>>(cfg: AgentConfig, api_ready: F, mut stop: watch::Receiver<bool>) {
     tracing::info!(component = COMPONENT, node = %cfg.node_name, "starting the node agent");
     let started = tokio::select! {
-        r = ContainerRuntime::start(&cfg.data_dir, cfg.runtime_endpoint.as_deref(), StartOptions::default()) => r,
+        r = ContainerRuntime::start_kind(cfg.runtime, &cfg.data_dir, cfg.runtime_endpoint.as_deref(), StartOptions::default()) => r,
         _ = stop.wait_for(|s| *s) => return,
     };
     let mut runtime = match started {
@@ -203,9 +219,98 @@ async fn node_loops(cfg: &AgentConfig, cri: CriClient, stop: watch::Receiver<boo
         mark_control_plane(cfg).await;
     }
     let uid = node.metadata.uid.clone().unwrap_or_default();
-    let lease = tokio::spawn(lease::run(client.clone(), cfg.node_name.clone(), uid, stop));
-    status_loop(cfg, &id, &nodes, &cri, &recorder, node_ref).await;
+    let lease = tokio::spawn(lease::run(client.clone(), cfg.node_name.clone(), uid, stop.clone()));
+    let pods = tokio::spawn(run_pods(cfg.clone(), client.clone(), cri.clone(), recorder.clone(), stop.clone()));
+    let pressure = eviction::PressureHandle::default();
+    let runtime_root = crate::containerd::RuntimePaths::new(&cfg.data_dir).root;
+    let gc = image_gc::ImageGc {
+        cri: cri.clone(),
+        recorder: recorder.clone(),
+        node_ref: node_ref.clone(),
+        imagefs: runtime_root.clone(),
+        pause_image: crate::PAUSE_IMAGE.to_string(),
+        config: cfg.eviction.image_gc,
+        tracker: Default::default(),
+    };
+    let image_gc = tokio::spawn(gc.clone().run(stop.clone()));
+    let evictions = tokio::spawn(
+        eviction::EvictionManager {
+            client: client.clone(),
+            cri: cri.clone(),
+            recorder: recorder.clone(),
+            node_name: cfg.node_name.clone(),
+            nodefs: cfg.data_dir.clone(),
+            imagefs: runtime_root,
+            config: cfg.eviction.clone(),
+            pressure: pressure.clone(),
+            image_gc: Some(gc),
+        }
+        .run(stop.clone()),
+    );
+    // Container logs rotated at 10 MiB, 5 files kept (upstream's defaults).
+    let rotation = tokio::spawn(crate::logs::run_log_rotation(cri.clone(), Default::default(), stop.clone()));
+    let server = tokio::spawn(run_kubelet_server(cfg.clone(), client.clone(), cri.clone(), stop));
+    status_loop(cfg, &id, &nodes, &cri, &recorder, node_ref, &pressure).await;
+    evictions.abort();
+    image_gc.abort();
     lease.abort();
+    pods.abort();
+    rotation.abort();
+    server.abort();
+}
+
+/// The pod workers of this node until stopped.
+async fn run_pods(
+    cfg: AgentConfig,
+    client: kube::Client,
+    cri: CriClient,
+    recorder: rkube_client::events::Recorder,
+    stop: watch::Receiver<bool>,
+) {
+    use crate::pods;
+    let m = machine::MachineInfo::detect(&cfg.data_dir);
+    let (changed_tx, changed_rx) = tokio::sync::mpsc::unbounded_channel();
+    let ctx = pods::context::NodeContext {
+        client: client.clone(),
+        cri: cri.clone(),
+        node_name: cfg.node_name.clone(),
+        host_ips: vec![cfg.node_ip],
+        data_dir: cfg.data_dir.clone(),
+        dns: pods::dns::DnsSettings {
+            cluster_dns: cfg.cluster_dns.clone(),
+            cluster_domain: cfg.cluster_domain.clone(),
+            host_resolv_conf: PathBuf::from("/etc/resolv.conf"),
+        },
+        cgroup_driver: crate::host::detect_cgroup_driver(),
+        // Upstream scores OOM adjustments against the machine's memory capacity.
+        node_memory_bytes: m.memory_bytes as i64,
+        node_milli_cpu: (m.cpus * 1000) as i64,
+        volumes: std::sync::Arc::new(pods::volumes::VolumeManager::new(&cfg.data_dir, client, &cfg.node_name)),
+        prober: pods::prober::ProbeManager::new(cri, recorder.clone(), changed_tx),
+        recorder,
+    };
+    pods::manager::run(ctx, changed_rx, stop).await;
+}
+
+/// The kubelet API on `--kubelet-port` until stopped.
+async fn run_kubelet_server(cfg: AgentConfig, client: kube::Client, cri: CriClient, stop: watch::Receiver<bool>) {
+    let server = crate::server::KubeletServerConfig {
+        address: std::net::Ipv4Addr::UNSPECIFIED.into(),
+        port: cfg.kubelet_port,
+        node_name: cfg.node_name.clone(),
+        serving_cert_pem: cfg.serving_credential.cert_pem.clone(),
+        serving_key_pem: cfg.serving_credential.key_pem.clone(),
+        client_ca_pem: cfg.api.ca_pem.clone(),
+        client,
+        cri,
+    };
+    if let Err(e) = crate::server::serve(server, stop).await {
+        tracing::error!(
+            component = COMPONENT,
+            "the kubelet API on port {} stopped: {e}; logs, exec and port-forward will not work (choose another --kubelet-port if it is taken)",
+            cfg.kubelet_port
+        );
+    }
 }
 
 /// Creates the Node, or adopts the existing one (refreshing the kubelet's
@@ -272,6 +377,7 @@ async fn status_loop(
     cri: &CriClient,
     recorder: &rkube_client::events::Recorder,
     node_ref: ObjectReference,
+    pressure: &eviction::PressureHandle,
 ) {
     let cni = cni::CniPaths::new(&cfg.data_dir);
     let mut runtime_version = String::new();
@@ -312,7 +418,8 @@ async fn status_loop(
                 RuntimeHealth { conditions: cri.status(false).await.ok().and_then(|s| s.status).map(|s| s.conditions) };
             let images = cri.list_images(None).await.map(|l| status::images(&l)).unwrap_or_default();
             let previous = node.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
-            let (conditions, events) = status::conditions(&previous, &health, Time(jiff::Timestamp::now()));
+            let now = Time(jiff::Timestamp::now());
+            let (conditions, events) = status::conditions(&previous, &health, &pressure.get(), now);
             let ready = conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
             let m = machine::MachineInfo::detect(&cfg.data_dir);
             let new = NodeStatus {
@@ -321,7 +428,7 @@ async fn status_loop(
                 allocatable: Some(status::allocatable(&m, cfg.kube_reserved, cfg.system_reserved)),
                 conditions: Some(conditions),
                 daemon_endpoints: Some(NodeDaemonEndpoints {
-                    kubelet_endpoint: Some(DaemonEndpoint { port: KUBELET_PORT }),
+                    kubelet_endpoint: Some(DaemonEndpoint { port: i32::from(cfg.kubelet_port) }),
                 }),
                 images: Some(images),
                 node_info: Some(NodeSystemInfo {

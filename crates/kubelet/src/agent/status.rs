@@ -175,6 +175,8 @@ struct Kind {
     ok_reason: &'static str,
     ok_message: &'static str,
     ok_event: &'static str,
+    bad_reason: &'static str,
+    bad_message: &'static str,
     bad_event: &'static str,
 }
 
@@ -184,6 +186,8 @@ const PRESSURES: [Kind; 3] = [
         ok_reason: "KubeletHasSufficientMemory",
         ok_message: "kubelet has sufficient memory available",
         ok_event: "NodeHasSufficientMemory",
+        bad_reason: "KubeletHasInsufficientMemory",
+        bad_message: "kubelet has insufficient memory available",
         bad_event: "NodeHasInsufficientMemory",
     },
     Kind {
@@ -191,6 +195,8 @@ const PRESSURES: [Kind; 3] = [
         ok_reason: "KubeletHasNoDiskPressure",
         ok_message: "kubelet has no disk pressure",
         ok_event: "NodeHasNoDiskPressure",
+        bad_reason: "KubeletHasDiskPressure",
+        bad_message: "kubelet has disk pressure",
         bad_event: "NodeHasDiskPressure",
     },
     Kind {
@@ -198,6 +204,8 @@ const PRESSURES: [Kind; 3] = [
         ok_reason: "KubeletHasSufficientPID",
         ok_message: "kubelet has sufficient PID available",
         ok_event: "NodeHasSufficientPID",
+        bad_reason: "KubeletHasInsufficientPID",
+        bad_message: "kubelet has insufficient PID available",
         bad_event: "NodeHasInsufficientPID",
     },
 ];
@@ -206,8 +214,13 @@ const PRESSURES: [Kind; 3] = [
 /// upstream's order) given the previous ones, plus the node events to
 /// record for each status change (`NodeHasSufficientMemory`, `NodeReady`,
 /// `NodeNotReady`, …) as upstream records them. Every heartbeat is `now`; a transition time only
-/// moves when the status changes.
-pub fn conditions(previous: &[NodeCondition], health: &RuntimeHealth, now: Time) -> (Vec<NodeCondition>, Vec<String>) {
+/// moves when the status changes. The pressure conditions are the eviction manager's observations.
+pub fn conditions(
+    previous: &[NodeCondition],
+    health: &RuntimeHealth,
+    pressure: &super::eviction::Pressure,
+    now: Time,
+) -> (Vec<NodeCondition>, Vec<String>) {
     let mut out = Vec::new();
     let mut events = Vec::new();
     // A new pressure condition starts Unknown, so its first status is an
@@ -233,10 +246,12 @@ pub fn conditions(previous: &[NodeCondition], health: &RuntimeHealth, now: Time)
             last_transition_time: transition,
         });
     };
-    // rkube has no eviction manager yet: no pressure is ever observed.
-    for k in &PRESSURES {
-        let _ = k.bad_event;
-        push(k.type_, "False", k.ok_reason, k.ok_message.into(), k.ok_event);
+    for (k, on) in PRESSURES.iter().zip([pressure.memory, pressure.disk, pressure.pid]) {
+        if on {
+            push(k.type_, "True", k.bad_reason, k.bad_message.into(), k.bad_event);
+        } else {
+            push(k.type_, "False", k.ok_reason, k.ok_message.into(), k.ok_event);
+        }
     }
     let errs = readiness_errors(health);
     if errs.is_empty() {
@@ -337,7 +352,7 @@ mod tests {
                 ),
             ]),
         };
-        let (c, events) = conditions(&[], &not_ready, t0.clone());
+        let (c, events) = conditions(&[], &not_ready, &Default::default(), t0.clone());
         let types: Vec<&str> = c.iter().map(|c| c.type_.as_str()).collect();
         assert_eq!(types, ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]);
         assert_eq!(events, ["NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"]);
@@ -355,7 +370,7 @@ mod tests {
         let ready = RuntimeHealth {
             conditions: Some(vec![cond("RuntimeReady", true, "", ""), cond("NetworkReady", true, "", "")]),
         };
-        let (c2, events) = conditions(&c, &ready, t1.clone());
+        let (c2, events) = conditions(&c, &ready, &Default::default(), t1.clone());
         assert_eq!(events, ["NodeReady"]);
         assert_eq!(c2[3].status, "True");
         assert_eq!(c2[3].reason.as_deref(), Some("KubeletReady"));
@@ -364,15 +379,41 @@ mod tests {
         // Unchanged pressure conditions keep their transition time, heartbeat moves.
         assert_eq!(c2[0].last_transition_time, Some(t0));
         assert_eq!(c2[0].last_heartbeat_time, Some(t1));
-        let (c3, events) = conditions(&c2, &RuntimeHealth::default(), c2[0].last_heartbeat_time.clone().unwrap());
+        let later = c2[0].last_heartbeat_time.clone().unwrap();
+        let (c3, events) = conditions(&c2, &RuntimeHealth::default(), &Default::default(), later);
         assert_eq!(events, ["NodeNotReady"]);
         assert_eq!(c3[3].message.as_deref(), Some("container runtime is down"));
         let both = RuntimeHealth { conditions: Some(vec![]) };
-        let (c4, _) = conditions(&[], &both, Time(jiff::Timestamp::UNIX_EPOCH));
+        let (c4, _) = conditions(&[], &both, &Default::default(), Time(jiff::Timestamp::UNIX_EPOCH));
         assert_eq!(
             c4[3].message.as_deref(),
             Some("[container runtime not ready: <nil>, container runtime network not ready: <nil>]")
         );
+    }
+
+    #[test]
+    fn pressure_conditions_follow_the_eviction_manager() {
+        let t0 = Time(jiff::Timestamp::from_second(1_000).unwrap());
+        let health = RuntimeHealth {
+            conditions: Some(vec![cond("RuntimeReady", true, "", ""), cond("NetworkReady", true, "", "")]),
+        };
+        let (c, _) = conditions(&[], &health, &Default::default(), t0.clone());
+        let all = super::super::eviction::Pressure { memory: true, disk: true, pid: true };
+        let (c2, events) = conditions(&c, &health, &all, t0);
+        assert_eq!(events, ["NodeHasInsufficientMemory", "NodeHasDiskPressure", "NodeHasInsufficientPID"]);
+        let got: Vec<(&str, &str, &str)> = c2[..3]
+            .iter()
+            .map(|c| (c.status.as_str(), c.reason.as_deref().unwrap(), c.message.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("True", "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
+                ("True", "KubeletHasDiskPressure", "kubelet has disk pressure"),
+                ("True", "KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
+            ]
+        );
+        assert_eq!(c2[3].status, "True");
     }
 
     #[test]

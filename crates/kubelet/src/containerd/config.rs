@@ -142,6 +142,8 @@ impl ContainerdConfig {
         // The streaming server (exec, attach, port-forward) only on loopback, on a free port.
         let _ = writeln!(s, "  stream_server_address = \"127.0.0.1\"\n  stream_server_port = \"0\"");
         let _ = writeln!(s, "  restrict_oom_score_adj = {}", self.restrict_oom_score_adj);
+        // Pod network namespaces pinned under the state dir, not the shared /var/run/netns.
+        let _ = writeln!(s, "  netns_mounts_under_state_dir = true");
         let _ = writeln!(s, "\n[{cri}.containerd]");
         let _ = writeln!(s, "  snapshotter = {}", toml_quote(self.snapshotter.as_str()));
         let _ = writeln!(s, "  default_runtime_name = \"runc\"");

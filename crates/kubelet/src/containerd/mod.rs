@@ -7,7 +7,7 @@ mod config;
 mod process;
 
 pub use config::{configured_snapshotter, ContainerdConfig, RuntimePaths, Snapshotter};
-pub use process::{teardown_host_state, ManagedContainerd, RuntimeError, StartOptions};
+pub use process::{remove_pod_bridge, teardown_host_state, teardown_node, ManagedContainerd, RuntimeError, StartOptions};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,8 +23,33 @@ pub fn cri_socket(data_dir: &Path, endpoint: Option<&str>) -> PathBuf {
     }
 }
 
+/// Which runtime the agent runs (`rkube server --runtime`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RuntimeKind {
+    /// containerd: rkube's managed one, or `--container-runtime-endpoint`.
+    #[default]
+    Containerd,
+    /// The in-process simulated runtime ([`crate::simulated`]): no processes,
+    /// no root needed; for hollow nodes in control-plane scale tests.
+    Simulated,
+}
+
+impl std::str::FromStr for RuntimeKind {
+    type Err = String;
+
+    /// `containerd` or `simulated`.
+    fn from_str(s: &str) -> Result<RuntimeKind, String> {
+        match s {
+            "containerd" => Ok(RuntimeKind::Containerd),
+            "simulated" => Ok(RuntimeKind::Simulated),
+            _ => Err(format!("unknown runtime {s:?}: use containerd or simulated")),
+        }
+    }
+}
+
 /// The agent's container runtime: the managed containerd, or an existing
-/// CRI endpoint (`--container-runtime-endpoint`) that rkube only talks to.
+/// CRI endpoint (`--container-runtime-endpoint`) that rkube only talks to,
+/// or the simulated runtime.
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // one per agent: size is irrelevant
 pub enum ContainerRuntime {
@@ -32,9 +57,28 @@ pub enum ContainerRuntime {
     Managed(ManagedContainerd),
     /// A runtime someone else runs.
     External(CriClient),
+    /// The simulated runtime, served in-process on `<data-dir>/agent/simulated.sock`.
+    Simulated(crate::simulated::Served),
 }
 
 impl ContainerRuntime {
+    /// [`ContainerRuntime::start`] for `kind`: the simulated runtime is
+    /// served on `<data-dir>/agent/simulated.sock` (`endpoint` and `opts`
+    /// do not apply to it).
+    pub async fn start_kind(
+        kind: RuntimeKind,
+        data_dir: &Path,
+        endpoint: Option<&str>,
+        opts: StartOptions,
+    ) -> Result<ContainerRuntime, RuntimeError> {
+        if kind == RuntimeKind::Containerd {
+            return ContainerRuntime::start(data_dir, endpoint, opts).await;
+        }
+        let runtime = std::sync::Arc::new(crate::simulated::SimulatedRuntime::new(data_dir));
+        let served = crate::simulated::serve(runtime, &crate::simulated::socket_path(data_dir)).await?;
+        Ok(ContainerRuntime::Simulated(served))
+    }
+
     /// With `endpoint`, waits (up to `opts.ready_timeout`, default 60 s) for
     /// the CRI there to answer Version, then imports `<data-dir>/agent/images`
     /// and provides the pause image into it; without, starts the managed
@@ -61,13 +105,16 @@ impl ContainerRuntime {
         match self {
             ContainerRuntime::Managed(m) => m.client(),
             ContainerRuntime::External(c) => c,
+            ContainerRuntime::Simulated(s) => s.client(),
         }
     }
 
-    /// Stops the managed containerd; nothing for an external runtime.
+    /// Stops the managed containerd or the simulated runtime; nothing for an external runtime.
     pub async fn stop(&mut self) {
-        if let ContainerRuntime::Managed(m) = self {
-            m.stop().await;
+        match self {
+            ContainerRuntime::Managed(m) => m.stop().await,
+            ContainerRuntime::Simulated(s) => s.stop().await,
+            ContainerRuntime::External(_) => {}
         }
     }
 }

@@ -385,6 +385,7 @@ pub fn teardown_host_state(paths: &RuntimePaths) {
             kill_tree(pid);
         }
     }
+    // Pod sandboxes first: their network namespaces are pinned under the state dir.
     for target in mounts_under(&[&paths.root, &paths.state]).into_iter().rev() {
         let c = std::ffi::CString::new(target.as_os_str().as_encoded_bytes()).unwrap_or_default();
         // SAFETY: c is a valid C string.
@@ -396,6 +397,67 @@ pub fn teardown_host_state(paths: &RuntimePaths) {
                 std::io::Error::last_os_error()
             );
         }
+    }
+}
+
+/// Everything a node agent with data dir `data_dir` leaves on the host
+/// when it is stopped without deleting its pods: containerd's shims and
+/// mounts ([`teardown_host_state`]), the pods' volume mounts (tmpfs) under
+/// the data dir, and the pod bridge. What `rkube killall` and the tests'
+/// guards run; it touches nothing that does not derive from `data_dir`.
+pub fn teardown_node(data_dir: &std::path::Path) {
+    teardown_host_state(&super::RuntimePaths::new(data_dir));
+    let abs = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    for target in mounts_under(&[&abs]).into_iter().rev() {
+        let c = std::ffi::CString::new(target.as_os_str().as_encoded_bytes()).unwrap_or_default();
+        // SAFETY: c is a valid C string.
+        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+            tracing::warn!(
+                component = "kubelet",
+                "cannot unmount {}: {}",
+                target.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    remove_pod_bridge(data_dir);
+    remove_pod_logs(&abs.join("agent").join("pods"));
+}
+
+/// Removes `/var/log/pods/<ns>_<name>_<uid>` of every pod that has a
+/// directory under `pods_dir` (each pod the agent ran has one), then the
+/// `/var/log/containers` links left dangling.
+fn remove_pod_logs(pods_dir: &std::path::Path) {
+    let uids: Vec<String> = std::fs::read_dir(pods_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if uids.is_empty() {
+        return;
+    }
+    let root = std::path::Path::new(crate::pods::labels::POD_LOGS_ROOT);
+    for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if uids.iter().any(|u| name.ends_with(&format!("_{u}"))) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    crate::logs::remove_dangling_symlinks(std::path::Path::new(crate::pods::labels::CONTAINER_LOGS_ROOT));
+}
+
+/// Deletes the node's pod bridge (`cni::bridge_name` of the data dir) and
+/// with it the routes to its pod range; nothing else of the host's network
+/// is touched. Best effort: a missing bridge is fine.
+pub fn remove_pod_bridge(data_dir: &std::path::Path) {
+    let bridge = crate::agent::cni::bridge_name(data_dir);
+    match std::process::Command::new("ip").args(["link", "delete", &bridge, "type", "bridge"]).output() {
+        Ok(out) if out.status.success() => {
+            tracing::info!(component = "kubelet", bridge = %bridge, "removed the pod bridge")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::debug!(component = "kubelet", "cannot run ip to remove {bridge}: {e}"),
     }
 }
 

@@ -20,6 +20,7 @@
 pub mod etcd;
 
 mod cluster;
+pub mod node;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -154,6 +155,24 @@ impl TestServer {
         cmd.arg("server");
         if !options.agent {
             cmd.arg("--disable-agent");
+        } else {
+            // Agents of tests running side by side need their own kubelet ports and pod ranges
+            // (two bridges with one subnet would make the host's routes to pods ambiguous).
+            if !options.extra_args.iter().any(|a| a == "--kubelet-port") {
+                cmd.arg("--kubelet-port").arg(free_port().to_string());
+            }
+            if !options.extra_args.iter().any(|a| a == "--cluster-cidr") {
+                cmd.arg("--cluster-cidr").arg(free_cluster_cidr());
+            }
+            // Upstream's default thresholds evict pods on a CI disk more than 85% full;
+            // tests that are not about eviction must not depend on the machine's free space.
+            if !options.extra_args.iter().any(|a| a == "--eviction-hard") {
+                cmd.args(["--eviction-hard", "memory.available<1Mi,nodefs.available<1%,imagefs.available<1%"]);
+            }
+            // Likewise image GC (100 turns it off, as upstream's flag).
+            if !options.extra_args.iter().any(|a| a == "--image-gc-high-threshold") {
+                cmd.args(["--image-gc-high-threshold", "100"]);
+            }
         }
         cmd.arg("--data-dir")
             .arg(&data_dir)
@@ -358,6 +377,21 @@ impl Drop for TestServer {
 }
 
 /// A port that was free a moment ago on 127.0.0.1.
+/// A `10.N.0.0/16` pod range (N in 100..=250) no interface of this host
+/// has an address in, different from every other one this process handed out.
+pub fn free_cluster_cidr() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let addrs = Command::new("ip").args(["-o", "-4", "addr"]).output().map(|o| o.stdout).unwrap_or_default();
+    let addrs = String::from_utf8_lossy(&addrs);
+    let start = std::process::id() % 151;
+    loop {
+        let n = 100 + (start + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) % 151;
+        if !addrs.contains(&format!(" 10.{n}.")) {
+            return format!("10.{n}.0.0/16");
+        }
+    }
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a probe port").local_addr().unwrap().port()
 }

@@ -13,8 +13,11 @@ use crate::rest::query::Query;
 
 /// The kubelet's default port.
 const KUBELET_PORT: u64 = 10250;
-/// Upstream's `--kubelet-preferred-address-types` default.
-const PREFERRED_ADDRESS_TYPES: [&str; 5] = ["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"];
+/// The order node addresses are tried in (`--kubelet-preferred-address-types`).
+/// Upstream's default starts with Hostname, which only works where node
+/// names resolve; rkube, like k3s, prefers the InternalIP the agent
+/// registered (`--node-ip`), so a `--node-name` need not be in DNS.
+const PREFERRED_ADDRESS_TYPES: [&str; 5] = ["InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS"];
 
 /// The streams and command of an exec or attach request
 /// (`PodExecOptions`/`PodAttachOptions` from the query).
@@ -202,7 +205,9 @@ mod tests {
         assert_eq!(e.to_string(), "no preferred addresses found; known addresses: []");
         let node = json!({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}, {"type": "Hostname", "address": "n1"}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10251}}}});
-        assert_eq!(kubelet_endpoint(&node).unwrap(), ("n1".to_string(), 10251));
+        assert_eq!(kubelet_endpoint(&node).unwrap(), ("10.0.0.5".to_string(), 10251));
+        let node = json!({"status": {"addresses": [{"type": "Hostname", "address": "n1"}]}});
+        assert_eq!(kubelet_endpoint(&node).unwrap(), ("n1".to_string(), 10250));
     }
 
     /// The kubelet URL of upstream's `streamLocation`: the request's
