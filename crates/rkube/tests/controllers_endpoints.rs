@@ -404,9 +404,12 @@ fn more_than_100_pods_are_split_into_two_slices() {
     kubectl_ok(&server, &["replace", "--subresource=status", "-f", f.path().to_str().unwrap()]);
 
     let slices = slices_of(&server, "big", "big", "110 endpoints", |s| all_endpoints(s).len() == n);
-    let mut sizes: Vec<usize> = slices.iter().map(|s| s["endpoints"].as_array().unwrap().len()).collect();
-    sizes.sort();
-    assert_eq!(sizes, [10, 100]);
+    let sizes: Vec<usize> = slices.iter().map(|s| s["endpoints"].as_array().unwrap().len()).collect();
+    // Two slices of at most 100; how the 110 split depends on how the pods
+    // arrived (upstream fills an existing slice only if all remaining
+    // endpoints fit, so 11 then 99 stays [11, 99]).
+    assert_eq!(sizes.len(), 2, "{sizes:?}");
+    assert!(sizes.iter().all(|&n| n <= 100) && sizes.iter().sum::<usize>() == n, "{sizes:?}");
     let ep = eventually(&server, &["-n", "big", "endpoints", "big"], "110 addresses", |e| {
         addresses(&e["subsets"], "addresses").len() == n
     });
