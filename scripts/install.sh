@@ -7,8 +7,10 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: protoc builds the etcd and CRI gRPC bindings; the node
 # agent runs pods through containerd (runc, the CNI plugins) and builds the
-# busybox image from busybox-static.
-packages=(protobuf-compiler containerd runc containernetworking-plugins busybox-static)
+# busybox image from busybox-static; kube-proxy and NetworkPolicy program
+# nftables (nft), clear stale UDP flows with conntrack, and the node network
+# sets routes with iproute2.
+packages=(protobuf-compiler containerd runc containernetworking-plugins busybox-static nftables conntrack iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,13 +7,16 @@
 #   - containerd, runc, containernetworking-plugins, busybox-static: the
 #     kubelet tests start their own managed containerd (crates/kubelet/tests)
 #     and build the pause and busybox images locally;
+#   - nftables, conntrack, iproute2: kube-proxy, NetworkPolicy and the node
+#     network program the host (the network tests do so inside network
+#     namespaces they create); dnsutils: dig queries the cluster DNS;
 #   - kubectl comes with the machine image (/usr/bin/kubectl);
 #   - the official Python `kubernetes` client, pip-installed into a venv under
 #     target/ (client_python.rs finds its interpreter via RKUBE_TEST_PYTHON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(protobuf-compiler etcd-server containerd runc containernetworking-plugins busybox-static)
+packages=(protobuf-compiler etcd-server containerd runc containernetworking-plugins busybox-static nftables conntrack iproute2 dnsutils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

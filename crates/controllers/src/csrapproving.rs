@@ -18,6 +18,14 @@
 //! The approval needs `approve` on that signer, which the
 //! `rkube:kubelet-serving-approver` ClusterRole of [`crate::joinpolicy`]
 //! grants this controller's ServiceAccount.
+//!
+//! A second rkube deviation, for the same reason (a k3s server hands its
+//! agents a kube-proxy certificate): a `system:kube-proxy` client request
+//! (signer `kubernetes.io/kube-apiserver-client`, CN `system:kube-proxy`,
+//! no organization, no SAN, client usages only) made by a node
+//! (`system:node:<name>` in `system:nodes`) is approved
+//! ([`node_kube_proxy_request`]), so that joined nodes run kube-proxy and
+//! NetworkPolicy enforcement under the `system:kube-proxy` identity.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -64,6 +72,35 @@ pub const SELF_NODE_SERVING: Recognizer = Recognizer {
     subresource: "selfnodeserving",
     message: "Auto approving kubelet serving certificate for the node's own names and addresses.",
 };
+
+/// A node's kube-proxy client certificate (rkube's k3s-like addition, see the module docs).
+pub const NODE_KUBE_PROXY: Recognizer = Recognizer {
+    subresource: "nodekubeproxy",
+    message: "Auto approving kube-proxy client certificate requested by a node.",
+};
+
+/// The user kube-proxy authenticates as (bound to `system:node-proxier`).
+pub const KUBE_PROXY_USER: &str = "system:kube-proxy";
+
+/// Whether the request is a node asking for the `system:kube-proxy`
+/// client certificate: signer `kubernetes.io/kube-apiserver-client`, CN
+/// `system:kube-proxy` with no organization (no group membership) and no
+/// SAN, usages those of an API client (`client auth`, optionally `digital
+/// signature` / `key encipherment`), requester `system:node:<name>` in
+/// `system:nodes`.
+pub fn node_kube_proxy_request(csr: &CertificateSigningRequest, parsed: &csr::ParsedRequest) -> bool {
+    let spec = &csr.spec;
+    spec.signer_name == csr::KUBE_APISERVER_CLIENT_SIGNER
+        && parsed.common_name == KUBE_PROXY_USER
+        && parsed.organizations.is_empty()
+        && parsed.dns_names.is_empty()
+        && parsed.ip_addresses.is_empty()
+        && parsed.emails.is_empty()
+        && parsed.uris.is_empty()
+        && csr::validate_api_server_client(&spec.usages.clone().unwrap_or_default()).is_ok()
+        && spec.username.as_deref().is_some_and(|u| u.strip_prefix(NODE_USER_PREFIX).is_some_and(|n| !n.is_empty()))
+        && spec.groups.iter().flatten().any(|g| g == NODES_GROUP)
+}
 
 /// How long a serving request waits for its Node to be registered (re-checked every 5 s).
 const NODE_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
@@ -167,6 +204,10 @@ async fn reconcile(obj: Arc<CertificateSigningRequest>, ctx: Arc<Ctx>) -> Result
     };
     if let Some(node) = self_serving_node(&obj, &parsed) {
         return approve_self_serving(&obj, &ctx, &name, node, &parsed).await;
+    }
+    if node_kube_proxy_request(&obj, &parsed) {
+        approve(&obj, &ctx, &name, NODE_KUBE_PROXY).await?;
+        return ctx.done(&name, Action::await_change());
     }
     let mut tried = Vec::new();
     for r in recognize(&obj, &parsed) {
@@ -285,6 +326,35 @@ mod tests {
     }
 
     const USAGES: &[&str] = &["digital signature", "key encipherment", "client auth"];
+
+    fn proxy_csr(username: &str, groups: &[&str], cn: &str, orgs: &[&str], usages: &[&str]) -> bool {
+        let (pem, _) = csr::new_request(cn, orgs, &[]).unwrap();
+        let parsed = csr::parse_request(pem.as_bytes()).unwrap();
+        let obj = CertificateSigningRequest {
+            spec: CertificateSigningRequestSpec {
+                request: ByteString(pem.into_bytes()),
+                signer_name: csr::KUBE_APISERVER_CLIENT_SIGNER.into(),
+                usages: Some(usages.iter().map(|s| s.to_string()).collect()),
+                username: Some(username.into()),
+                groups: Some(groups.iter().map(|s| s.to_string()).collect()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        node_kube_proxy_request(&obj, &parsed)
+    }
+
+    #[test]
+    fn only_a_node_asking_for_exactly_the_kube_proxy_identity_is_auto_approved() {
+        let node = ("system:node:n1", &[NODES_GROUP, "system:authenticated"][..]);
+        assert!(proxy_csr(node.0, node.1, KUBE_PROXY_USER, &[], USAGES));
+        // Another identity, an added group, a server usage, or a requester that is no node: left alone.
+        assert!(!proxy_csr(node.0, node.1, "system:kube-scheduler", &[], USAGES));
+        assert!(!proxy_csr(node.0, node.1, KUBE_PROXY_USER, &["system:masters"], USAGES));
+        assert!(!proxy_csr(node.0, node.1, KUBE_PROXY_USER, &[], &["digital signature", "server auth"]));
+        assert!(!proxy_csr("system:bootstrap:abcdef", &["system:bootstrappers"], KUBE_PROXY_USER, &[], USAGES));
+        assert!(!proxy_csr("system:node:n1", &["system:authenticated"], KUBE_PROXY_USER, &[], USAGES));
+    }
 
     #[test]
     fn a_bootstrap_request_is_a_nodeclient_and_a_renewal_a_selfnodeclient() {

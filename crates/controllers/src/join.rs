@@ -14,11 +14,11 @@
 //!    approves for `system:bootstrappers` and csrsigning signs.
 //! 3. With that certificate (as `system:node:<name>`): the kubelet serving
 //!    certificate ([`kubelet_serving_request`]) and the kube-proxy client
-//!    certificate ([`kube_proxy_request`]). The kube-proxy one is not
-//!    auto-approved, as upstream: an administrator approves it, e.g. with
-//!    `kubectl certificate approve`; [`request_certificate`] waits. The
-//!    serving one is auto-approved by rkube's csrapproving (k3s-like) when
-//!    it names only the registered Node's own names and addresses.
+//!    certificate ([`kube_proxy_request`]). Both are auto-approved by
+//!    rkube's csrapproving (k3s-like; upstream leaves them to an
+//!    administrator): the serving one when it names only the registered
+//!    Node's own names and addresses, the kube-proxy one when a node asks
+//!    for exactly `system:kube-proxy`. [`request_certificate`] waits.
 //! 4. [`rotation_deadline`] / [`rotate_when_due`] / [`spawn_rotation`]: a
 //!    new certificate is requested once 70–90% (random) of the current
 //!    one's lifetime has passed, as kubelet's certificate manager does.

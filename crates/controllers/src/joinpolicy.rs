@@ -20,7 +20,9 @@
 //! `rkube:kubelet-serving-approver` (`approve` on the signer
 //! `kubernetes.io/kubelet-serving`, `get` on nodes) bound to the
 //! approver's ServiceAccount `kube-system/certificate-controller`, so that
-//! joined nodes get their kubelet serving certificates.
+//! joined nodes get their kubelet serving certificates; the same role may
+//! approve for `kubernetes.io/kube-apiserver-client`, which csrapproving
+//! uses only for a node's `system:kube-proxy` request.
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
@@ -83,6 +85,7 @@ pub fn serving_approver() -> (ClusterRole, ClusterRoleBinding) {
         metadata: ObjectMeta { name: Some(SERVING_APPROVER_ROLE.into()), ..Default::default() },
         rules: Some(vec![
             rule("certificates.k8s.io", "signers", Some(crate::csr::KUBELET_SERVING_SIGNER), "approve"),
+            rule("certificates.k8s.io", "signers", Some(crate::csr::KUBE_APISERVER_CLIENT_SIGNER), "approve"),
             rule("", "nodes", None, "get"),
         ]),
         aggregation_rule: None,

@@ -63,6 +63,7 @@ pub mod replicaset;
 pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod servicelb;
 pub mod serviceaccounttoken;
 pub mod statefulset;
 pub mod tainteviction;

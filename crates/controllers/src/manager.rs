@@ -17,7 +17,7 @@ use crate::{
     bootstrapsigner, clusterroleaggregation, cronjob, csrapproving, csrsigning, daemonset, deployment, disruption,
     endpoints, endpointslice, endpointslicemirroring, garbagecollector, job, namespace, nodeipam, nodelifecycle,
     persistentvolume, podgc, pvcprotection, pvprotection, replicaset, resourcequota, rootcacertpublisher,
-    serviceaccount, serviceaccounttoken, statefulset, tainteviction, tokencleaner, ttlafterfinished,
+    serviceaccount, serviceaccounttoken, servicelb, statefulset, tainteviction, tokencleaner, ttlafterfinished,
 };
 
 const COMPONENT: &str = "kube-controller-manager";
@@ -87,6 +87,7 @@ pub const CONTROLLERS: &[ControllerInfo] = &[
     info(nodelifecycle::NAME, nodelifecycle::ALIAS, nodelifecycle::SERVICE_ACCOUNT, true),
     info(tainteviction::NAME, tainteviction::ALIAS, tainteviction::SERVICE_ACCOUNT, true),
     info(nodeipam::NAME, nodeipam::ALIAS, nodeipam::SERVICE_ACCOUNT, true),
+    info(servicelb::NAME, servicelb::ALIAS, servicelb::SERVICE_ACCOUNT, true),
     info(persistentvolume::NAME, persistentvolume::ALIAS, persistentvolume::SERVICE_ACCOUNT, true),
     info(pvcprotection::NAME, pvcprotection::ALIAS, pvcprotection::SERVICE_ACCOUNT, true),
     info(pvprotection::NAME, pvprotection::ALIAS, pvprotection::SERVICE_ACCOUNT, true),
@@ -298,6 +299,7 @@ async fn start(
         nodelifecycle::NAME => nodelifecycle::run(ctx, stop).await,
         tainteviction::NAME => tainteviction::run(ctx, stop).await,
         nodeipam::NAME => nodeipam::run(ctx, stop).await,
+        servicelb::NAME => servicelb::run(ctx, stop).await,
         persistentvolume::NAME => persistentvolume::run(ctx, stop).await,
         pvcprotection::NAME => pvcprotection::run(ctx, stop).await,
         pvprotection::NAME => pvprotection::run(ctx, stop).await,
@@ -343,8 +345,8 @@ mod tests {
         let sel = ControllerSelection::parse("*,-cloud-node-lifecycle-controller").unwrap();
         assert_eq!(sel.not_implemented(), ["cloud-node-lifecycle-controller"]);
         assert_eq!(enabled("*,-cloud-node-lifecycle-controller").len(), enabled("*").len());
-        let sel = ControllerSelection::parse("-route,podgc,service,route").unwrap();
-        assert_eq!(sel.not_implemented(), ["node-route-controller", "service-lb-controller"]);
+        let sel = ControllerSelection::parse("-route,podgc,ttl,route").unwrap();
+        assert_eq!(sel.not_implemented(), ["node-route-controller", "ttl-controller"]);
         assert_eq!(ControllerSelection::parse("*").unwrap().not_implemented(), Vec::<&str>::new());
         for (name, alias) in crate::known::UPSTREAM_CONTROLLERS {
             ControllerSelection::parse(name).unwrap();

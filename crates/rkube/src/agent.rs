@@ -119,6 +119,17 @@ pub struct AgentArgs {
     /// DNS domain of the cluster.
     #[arg(long, value_name = "DOMAIN", default_value = "cluster.local", env = "RKUBE_CLUSTER_DOMAIN")]
     pub cluster_domain: String,
+
+    /// Pod IP range of the cluster (the servers' --cluster-cidr; kube-proxy's --cluster-cidr).
+    #[arg(long, value_name = "CIDR", default_value = "10.42.0.0/16", env = "RKUBE_CLUSTER_CIDR")]
+    pub cluster_cidr: crate::net::Cidr,
+
+    /// Service ClusterIP range (the servers' --service-cidr).
+    #[arg(long, value_name = "CIDR", default_value = "10.43.0.0/16", env = "RKUBE_SERVICE_CIDR")]
+    pub service_cidr: crate::net::Cidr,
+
+    #[command(flatten)]
+    pub network: crate::networking::NetworkArgs,
 }
 
 /// Runs the agent until SIGTERM or SIGINT. Errors (with what to do): a
@@ -132,11 +143,12 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         _ = term.recv() => return Ok(()),
         _ = int.recv() => return Ok(()),
     };
-    let Joined { mut config, client_rx, serving_rx } = joined;
+    let Joined { mut config, client_rx, serving_rx, network } = joined;
     let pki = pki_dir(&config.data_dir);
     let mut client_rx = Some(client_rx);
     let mut serving_rx = Some(serving_rx);
     let mut agent = rkube_kubelet::agent::spawn(config.clone(), async { true });
+    let network_handle = network.map(|setup| crate::networking::spawn(setup, async { true }));
     loop {
         tokio::select! {
             _ = term.recv() => { tracing::info!(component = COMPONENT, "received SIGTERM; stopping"); break }
@@ -158,6 +170,9 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         agent = rkube_kubelet::agent::spawn(config.clone(), async { true });
     }
     agent.stop().await;
+    if let Some(handle) = network_handle {
+        handle.stop().await;
+    }
     tracing::info!(component = COMPONENT, "rkube agent stopped");
     Ok(())
 }
@@ -185,6 +200,8 @@ struct Joined {
     config: AgentConfig,
     client_rx: tokio::sync::watch::Receiver<IssuedCertificate>,
     serving_rx: tokio::sync::watch::Receiver<IssuedCertificate>,
+    /// The node's network components (`None` for the simulated runtime).
+    network: Option<crate::networking::Setup>,
 }
 
 /// `<data-dir>/agent/pki`.
@@ -196,6 +213,8 @@ fn pki_dir(data_dir: &Path) -> PathBuf {
 const CA_FILE: &str = "ca.crt";
 /// The kubelet serving certificate and key (as upstream's kubelet names it).
 const SERVING_FILE: &str = "kubelet-server-current.pem";
+/// kube-proxy's client certificate and key.
+const KUBE_PROXY_FILE: &str = "kube-proxy.pem";
 
 async fn join_cluster(args: &AgentArgs) -> anyhow::Result<Joined> {
     let token = JoinToken::parse(&args.token).map_err(|e| {
@@ -238,6 +257,11 @@ async fn join_cluster(args: &AgentArgs) -> anyhow::Result<Joined> {
     register(&node_client, &id).await?;
     let sans = serving_sans(&node_name, node_ip);
     let serving = serving_certificate(&node_client, &node_name, &sans, &pki).await?;
+    let simulated = args.runtime == RuntimeKind::Simulated;
+    let proxy_cert = match simulated {
+        true => None,
+        false => Some(kube_proxy_certificate(&node_client, &pki).await?),
+    };
 
     let client_rx = join::spawn_rotation(
         endpoint.clone(),
@@ -274,7 +298,24 @@ async fn join_cluster(args: &AgentArgs) -> anyhow::Result<Joined> {
         serving_credential: credential(&serving),
         eviction: args.eviction.config()?,
     };
-    Ok(Joined { config, client_rx, serving_rx })
+    let network = match proxy_cert {
+        None => None,
+        Some(proxy) => {
+            let setup = crate::networking::Setup {
+                data_dir: config.data_dir.clone(),
+                node_name: config.node_name.clone(),
+                node_ip,
+                cluster_cidr: args.cluster_cidr,
+                service_cidr: args.service_cidr,
+                args: args.network.clone(),
+                api: config.api.clone(),
+                proxy_credential: credential(&proxy),
+            };
+            crate::networking::prepare(&setup)?;
+            Some(setup)
+        }
+    };
+    Ok(Joined { config, client_rx, serving_rx, network })
 }
 
 /// `--server` checked: an `https://` URL, without a trailing slash.
@@ -412,6 +453,33 @@ async fn serving_certificate(
         })?;
     store_pair(&path, &credential(&cert))?;
     tracing::info!(component = COMPONENT, csr = %cert.csr_name, "obtained the kubelet serving certificate");
+    Ok(cert)
+}
+
+/// kube-proxy's client certificate (`system:kube-proxy`): the stored one
+/// while valid from the cluster's CA, else a new one requested as the node
+/// (auto-approved by rkube's csrapproving; see
+/// `rkube_controllers::csrapproving::node_kube_proxy_request`). Not
+/// rotated: a restart within [`MIN_REMAINING`] of its expiry requests a
+/// new one.
+async fn kube_proxy_certificate(node_client: &kube::Client, pki: &Path) -> anyhow::Result<IssuedCertificate> {
+    let path = pki.join(KUBE_PROXY_FILE);
+    let ca = std::fs::read_to_string(pki.join(CA_FILE)).unwrap_or_default();
+    let user = rkube_controllers::csrapproving::KUBE_PROXY_USER;
+    if let Some(c) = load_pair(&path).filter(|c| usable(c, user, None, &ca)) {
+        tracing::info!(component = COMPONENT, path = %path.display(), "reusing kube-proxy's client certificate");
+        return Ok(c);
+    }
+    tracing::info!(component = COMPONENT, "requesting kube-proxy's client certificate");
+    let cert = join::request_certificate(node_client, &join::kube_proxy_request(), CSR_WAIT).await.map_err(|e| match e {
+        JoinError::Timeout(_, ref name) => anyhow!(
+            "cannot obtain kube-proxy's client certificate: {e}; approve it with `kubectl certificate approve {name}` \
+             (servers approve a node's kube-proxy request when their certificatesigningrequest-approving-controller runs)"
+        ),
+        e => anyhow!("cannot obtain kube-proxy's client certificate: {e}"),
+    })?;
+    store_pair(&path, &credential(&cert))?;
+    tracing::info!(component = COMPONENT, csr = %cert.csr_name, "obtained kube-proxy's client certificate");
     Ok(cert)
 }
 

@@ -174,6 +174,15 @@ pub struct ServerArgs {
     #[arg(long, value_name = "DOMAIN", default_value = "cluster.local", env = "RKUBE_CLUSTER_DOMAIN")]
     pub cluster_domain: String,
 
+    /// Port the cluster DNS server answers on (UDP and TCP) at the advertise
+    /// address; the `kube-dns` Service's port 53 leads there.
+    #[arg(long, value_name = "PORT", default_value_t = 53, value_parser = clap::value_parser!(u16).range(1..), env = "RKUBE_CLUSTER_DNS_PORT")]
+    pub cluster_dns_port: u16,
+
+    /// Do not run the cluster DNS server in this server (k3s's --disable coredns).
+    #[arg(long, env = "RKUBE_DISABLE_CLUSTER_DNS")]
+    pub disable_cluster_dns: bool,
+
     /// Extra name or IP for the API serving certificate; repeatable and/or comma-separated.
     #[arg(long = "tls-san", value_name = "NAME", value_delimiter = ',', value_parser = San::parse, env = "RKUBE_TLS_SAN")]
     pub tls_san: Vec<San>,
@@ -235,6 +244,9 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub eviction: EvictionArgs,
+
+    #[command(flatten)]
+    pub network: crate::networking::NetworkArgs,
 
     /// How long Events are kept, as a Go duration (e.g. 1h0m0s, 30m, 90s).
     #[arg(long, value_name = "DURATION", default_value = "1h0m0s", value_parser = parse_go_duration, env = "RKUBE_EVENT_TTL")]

@@ -13,8 +13,10 @@ use tracing_subscriber::EnvFilter;
 mod agent;
 mod cli;
 mod controllers;
+mod dns;
 mod images;
 mod net;
+mod networking;
 mod ready;
 mod scheduler;
 mod server;
@@ -96,7 +98,9 @@ fn main() -> ExitCode {
 
 /// Logs go to stderr through `tracing`: `--log-level` (a level or
 /// RUST_LOG-style directives) wins, then `-v`/`-vv`, then `$RUST_LOG`,
-/// then `info`.
+/// then `info` — without hickory-server's line per DNS query (as CoreDNS
+/// logs no queries without its `log` plugin; `--log-level
+/// info,hickory_server=info` shows them).
 fn init_logging(cli: &Cli) {
     let filter = match (&cli.log_level, cli.verbose) {
         (Some(directives), _) => EnvFilter::try_new(directives).unwrap_or_else(|e| {
@@ -105,7 +109,7 @@ fn init_logging(cli: &Cli) {
         }),
         (None, 1) => EnvFilter::new("debug"),
         (None, v) if v >= 2 => EnvFilter::new("trace"),
-        _ => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        _ => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,hickory_server=warn")),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

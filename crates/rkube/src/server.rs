@@ -56,6 +56,8 @@ struct Running {
     controller_manager: Option<crate::controllers::Setup>,
     scheduler: Option<crate::scheduler::Setup>,
     agent: Option<rkube_kubelet::agent::AgentConfig>,
+    network: Option<crate::networking::Setup>,
+    dns: Option<crate::dns::Setup>,
 }
 
 /// Runs the server until SIGTERM or SIGINT. A second signal during
@@ -69,7 +71,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let Running { server, store, compactor, kubeconfig, controller_manager, scheduler, agent } = running;
+    let Running { server, store, compactor, kubeconfig, controller_manager, scheduler, agent, network, dns } = running;
 
     let controller_manager = controller_manager.map(|config| crate::controllers::spawn(config, server.health()));
     let scheduler = scheduler.map(|setup| crate::scheduler::spawn(setup, server.health()));
@@ -79,6 +81,13 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             crate::ready::wait_until_ready(&health, &mut std::future::pending::<()>()).await
         })
     });
+    let network = network.map(|setup| {
+        let health = server.health();
+        crate::networking::spawn(setup, async move {
+            crate::ready::wait_until_ready(&health, &mut std::future::pending::<()>()).await
+        })
+    });
+    let dns = dns.map(|setup| crate::dns::spawn(setup, server.health()));
     let health = server.health();
     let ready = tokio::spawn(async move {
         let started = std::time::Instant::now();
@@ -120,6 +129,13 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // The agent stops (and its containerd with it) while the API still answers.
     if let Some(agent) = agent {
         agent.stop().await;
+    }
+    if let Some(network) = network {
+        network.stop().await;
+    }
+    // The DNS server withdraws its EndpointSlice while the API still answers.
+    if let Some(dns) = dns {
+        dns.stop().await;
     }
     // Controllers stop (and release their lease) while the API still answers.
     if let Some(scheduler) = scheduler {
@@ -272,8 +288,23 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
     let scheduler = crate::scheduler::scheduler_config(&args, &pki, &server_url)?;
 
     let agent = agent_config(&args, &pki, &data_dir, advertise_address, &server_url)?;
+    let network = match &agent {
+        Some(agent) => network_setup(&args, &pki, agent)?,
+        None => None,
+    };
+    let dns = crate::dns::dns_config(&args, &pki, advertise_address, &server_url)?;
 
-    Ok(Running { server, store, compactor, kubeconfig: shown_kubeconfig, controller_manager, scheduler, agent })
+    Ok(Running {
+        server,
+        store,
+        compactor,
+        kubeconfig: shown_kubeconfig,
+        controller_manager,
+        scheduler,
+        agent,
+        network,
+        dns,
+    })
 }
 
 /// The in-server node agent's config (`None` with `--disable-agent`): its
@@ -326,6 +357,33 @@ fn agent_config(
         serving_credential,
         eviction: args.eviction.config()?,
     }))
+}
+
+/// The in-server node's network components (`None` for hollow nodes of
+/// the simulated runtime, which run no pods): host prerequisites set now,
+/// kube-proxy's `system:kube-proxy` certificate issued from the cluster CA.
+fn network_setup(
+    args: &ServerArgs,
+    pki: &ClusterPki,
+    agent: &rkube_kubelet::agent::AgentConfig,
+) -> anyhow::Result<Option<crate::networking::Setup>> {
+    if agent.runtime == rkube_kubelet::containerd::RuntimeKind::Simulated {
+        return Ok(None);
+    }
+    let proxy = rkube_pki::issue_client_certificate(&pki.ca, rkube_controllers::csrapproving::KUBE_PROXY_USER, None)
+        .map_err(|e| anyhow!("cannot issue kube-proxy's client certificate: {e}"))?;
+    let setup = crate::networking::Setup {
+        data_dir: agent.data_dir.clone(),
+        node_name: agent.node_name.clone(),
+        node_ip: agent.node_ip,
+        cluster_cidr: args.cluster_cidr,
+        service_cidr: args.service_cidr,
+        args: args.network.clone(),
+        api: agent.api.clone(),
+        proxy_credential: proxy,
+    };
+    crate::networking::prepare(&setup)?;
+    Ok(Some(setup))
 }
 
 /// The API server's view of `--service-cidr` (IPv4 only for now).

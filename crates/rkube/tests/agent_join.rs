@@ -70,7 +70,7 @@ impl Drop for AgentProcess {
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
         }
-        rkube_kubelet::containerd::teardown_node(&self.data_dir);
+        support::node::teardown_host(&self.data_dir);
         rkube_kubelet::host::remove_cgroup_tree(&format!("rkube-{NODE}"));
     }
 }

@@ -18,7 +18,7 @@ struct HostCleanup(std::path::PathBuf);
 
 impl Drop for HostCleanup {
     fn drop(&mut self) {
-        rkube_kubelet::containerd::teardown_node(&self.0);
+        support::node::teardown_host(&self.0);
     }
 }
 

@@ -4,7 +4,8 @@
 //! `rkube token create` → anonymous CA discovery from `kube-public/cluster-info`
 //! (JWS signed by the bootstrap signer, CA pinned by the join token's hash)
 //! → bootstrap-token authentication → CSRs approved by csrapproving (kubelet
-//! client) or an administrator (serving, kube-proxy) and signed by
+//! client; kube-proxy asked by a node) or an administrator (serving for an
+//! unregistered node) and signed by
 //! csrsigning → certificates the server accepts as `system:node:<name>`.
 //! Forged requests are neither approved nor signed; expired tokens are
 //! cleaned up. Expected texts are upstream's (kube-controller-manager 1.33).
@@ -241,11 +242,16 @@ async fn a_joining_node_discovers_the_ca_and_gets_certificates_the_server_accept
     assert!(cert.extended_key_usage().unwrap().unwrap().value.server_auth);
     assert_eq!(cert.subject_alternative_name().unwrap().unwrap().value.general_names.len(), 2);
 
-    // kube-proxy: kube-apiserver-client signer, not auto-approved either.
-    let node3 = node.clone();
-    let proxy = tokio::spawn(async move { join::request_certificate(&node3, &join::kube_proxy_request(), WAIT).await });
-    approve_pending(&server, &admin, "kubernetes.io/kube-apiserver-client").await;
-    let proxy = proxy.await.unwrap().unwrap_or_else(|e| panic!("kube-proxy certificate: {e}"));
+    // kube-proxy: kube-apiserver-client signer; requested by a node, csrapproving
+    // approves it (rkube's k3s-like deviation: agents run kube-proxy as system:kube-proxy).
+    let proxy = join::request_certificate(&node, &join::kube_proxy_request(), WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("kube-proxy certificate: {e}"));
+    assert!(conditions(&get_csr(&admin, &proxy.csr_name).await).contains(&(
+        "Approved".into(),
+        "AutoApproved".into(),
+        "Auto approving kube-proxy client certificate requested by a node.".into()
+    )));
     let proxy_client = client::with_certificate(&endpoint, &proxy.cert_pem, &proxy.key_pem).unwrap();
     assert_eq!(who_am_i(&proxy_client).await.0, "system:kube-proxy");
 

@@ -14,18 +14,26 @@ pub const CONFLIST_NAME: &str = "10-rkube.conflist";
 pub const DEFAULT_BRIDGE: &str = "rkube0";
 const DEFAULT_DATA_DIR: &str = "/var/lib/rkube";
 
-/// The bridge interface for a data dir: `rkube0` for the default data dir,
-/// else `rk` + 12 hex digits of the SHA-256 of the absolute data dir (14
-/// characters, under the kernel's 15), so that agents with other data dirs
-/// on the same machine get their own bridge.
-pub fn bridge_name(data_dir: &Path) -> String {
+/// The short id of a non-default data dir: 12 hex digits of the SHA-256 of
+/// its absolute path; `None` for the default `/var/lib/rkube`. Every host
+/// name an agent creates (bridge, nft tables, devices) carries it, so that
+/// agents with other data dirs on the same machine keep apart.
+pub fn data_dir_id(data_dir: &Path) -> Option<String> {
     let abs = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
     if abs == Path::new(DEFAULT_DATA_DIR) {
-        return DEFAULT_BRIDGE.into();
+        return None;
     }
     let digest = ring::digest::digest(&ring::digest::SHA256, abs.as_os_str().as_encoded_bytes());
-    let hex: String = digest.as_ref()[..6].iter().map(|b| format!("{b:02x}")).collect();
-    format!("rk{hex}")
+    Some(digest.as_ref()[..6].iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The bridge interface for a data dir: `rkube0` for the default data dir,
+/// else `rk` + [`data_dir_id`] (14 characters, under the kernel's 15).
+pub fn bridge_name(data_dir: &Path) -> String {
+    match data_dir_id(data_dir) {
+        None => DEFAULT_BRIDGE.into(),
+        Some(id) => format!("rk{id}"),
+    }
 }
 
 /// The conflist text for `pod_cidr`: network `rkube` (cniVersion 1.0.0), a

@@ -20,6 +20,7 @@
 pub mod etcd;
 
 mod cluster;
+pub mod netns;
 pub mod node;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -68,9 +69,12 @@ pub struct TestServerOptions {
     /// pods the API tests create stay as written (no binding, no
     /// PodScheduled condition, no events).
     pub scheduler: bool,
-    /// Run the node agent (managed containerd, Node registration). Off by
-    /// default (`--disable-agent`); needs root and containerd.
+    /// Run the node agent (managed containerd, Node registration) with its
+    /// network components, and the cluster DNS server. Off by default
+    /// (`--disable-agent --disable-cluster-dns`); needs root and containerd.
     pub agent: bool,
+    /// `--bind-address`; default `127.0.0.1`.
+    pub bind_address: Option<std::net::IpAddr>,
 }
 
 impl TestServerOptions {
@@ -153,16 +157,30 @@ impl TestServer {
         let port = options.port.unwrap_or_else(free_port);
         let mut cmd = Command::new(RKUBE);
         cmd.arg("server");
+        let given = |flag: &str| options.extra_args.iter().any(|a| a == flag);
         if !options.agent {
             cmd.arg("--disable-agent");
+            if !given("--cluster-dns-port") {
+                cmd.arg("--disable-cluster-dns");
+            }
         } else {
             // Agents of tests running side by side need their own kubelet ports and pod ranges
             // (two bridges with one subnet would make the host's routes to pods ambiguous).
             if !options.extra_args.iter().any(|a| a == "--kubelet-port") {
                 cmd.arg("--kubelet-port").arg(free_port().to_string());
             }
-            if !options.extra_args.iter().any(|a| a == "--cluster-cidr") {
+            if !given("--cluster-cidr") {
                 cmd.arg("--cluster-cidr").arg(free_cluster_cidr());
+            }
+            // Each cluster's kube-proxy and node network own their service range on this host.
+            if !given("--service-cidr") {
+                cmd.arg("--service-cidr").arg(free_cluster_cidr());
+            }
+            if !given("--cluster-dns-port") {
+                cmd.arg("--cluster-dns-port").arg(free_port().to_string());
+            }
+            if !given("--kube-proxy-metrics-bind-address") {
+                cmd.args(["--kube-proxy-metrics-bind-address", "127.0.0.1:0"]);
             }
             // Upstream's default thresholds evict pods on a CI disk more than 85% full;
             // tests that are not about eviction must not depend on the machine's free space.
@@ -176,7 +194,9 @@ impl TestServer {
         }
         cmd.arg("--data-dir")
             .arg(&data_dir)
-            .args(["--bind-address", "127.0.0.1", "--advertise-address"])
+            .arg("--bind-address")
+            .arg(options.bind_address.map_or_else(|| "127.0.0.1".to_string(), |a| a.to_string()))
+            .arg("--advertise-address")
             .arg(options.advertise_address.map_or_else(|| "127.0.0.1".to_string(), |a| a.to_string()))
             .arg("--https-port")
             .arg(port.to_string());
@@ -376,22 +396,27 @@ impl Drop for TestServer {
     }
 }
 
-/// A port that was free a moment ago on 127.0.0.1.
-/// A `10.N.0.0/16` pod range (N in 100..=250) no interface of this host
-/// has an address in, different from every other one this process handed out.
+/// A `10.N.0.0/16` range (N in 100..=250) no interface address or route
+/// of this host lies in, different from every other one this process
+/// handed out: a pod or Service range for a test cluster.
 pub fn free_cluster_cidr() -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let addrs = Command::new("ip").args(["-o", "-4", "addr"]).output().map(|o| o.stdout).unwrap_or_default();
-    let addrs = String::from_utf8_lossy(&addrs);
+    let read = |args: &[&str]| {
+        let out = Command::new("ip").args(args).output().map(|o| o.stdout).unwrap_or_default();
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    let taken = format!("{} {}", read(&["-o", "-4", "addr"]), read(&["-4", "route", "show", "table", "all"]));
     let start = std::process::id() % 151;
     loop {
         let n = 100 + (start + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) % 151;
-        if !addrs.contains(&format!(" 10.{n}.")) {
+        let prefix = format!("10.{n}.");
+        if !taken.split_whitespace().any(|w| w.starts_with(&prefix)) {
             return format!("10.{n}.0.0/16");
         }
     }
 }
 
+/// A port that was free a moment ago on 127.0.0.1.
 pub fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a probe port").local_addr().unwrap().port()
 }

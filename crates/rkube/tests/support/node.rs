@@ -17,10 +17,35 @@ pub struct HostCleanup(pub PathBuf, pub String);
 
 impl Drop for HostCleanup {
     fn drop(&mut self) {
-        rkube_kubelet::containerd::teardown_node(&self.0);
+        teardown_host(&self.0);
         if !self.1.is_empty() {
             rkube_kubelet::host::remove_cgroup_tree(&format!("rkube-{}", self.1));
         }
+    }
+}
+
+/// Removes what an agent with `data_dir` made on this host: containerd's
+/// shims and mounts, the pod bridge and logs (the kubelet), and the node
+/// network's routes, dummy device and nft tables (named in
+/// `<data-dir>/agent/network.json`, which the agent writes at start).
+pub fn teardown_host(data_dir: &Path) {
+    rkube_kubelet::containerd::teardown_node(data_dir);
+    #[derive(serde::Deserialize)]
+    struct Record {
+        names: rkube_network::HostNames,
+        proxy_table: String,
+        netpol_table: String,
+    }
+    let Ok(text) = std::fs::read_to_string(data_dir.join("agent").join("network.json")) else { return };
+    let Ok(record) = serde_json::from_str::<Record>(&text) else { return };
+    if let Err(e) = rkube_proxy::cleanup(&record.proxy_table) {
+        eprintln!("teardown: kube-proxy table {}: {e}", record.proxy_table);
+    }
+    if let Err(e) = rkube_netpol::cleanup(&record.netpol_table) {
+        eprintln!("teardown: NetworkPolicy table {}: {e}", record.netpol_table);
+    }
+    if let Err(e) = rkube_network::cleanup(&record.names) {
+        eprintln!("teardown: node network: {e}");
     }
 }
 
