@@ -8,11 +8,19 @@
 //! cleared, as upstream's service controller does; Services with a
 //! `loadBalancerClass` belong to another implementation and are left alone.
 //!
+//! Ports are exclusive, as with k3s's svclb pods (each holds its ports as
+//! hostPorts, so a later Service's pods cannot schedule): a managed
+//! Service one of whose (protocol, port) pairs is held by an older
+//! managed Service gets no ingress (kubectl shows `<pending>`) until the
+//! port frees; any Service change re-reconciles the waiting ones. See
+//! [`blocked`].
+//!
 //! Runs under upstream's name `service-lb-controller` as the
 //! `service-controller` ServiceAccount, whose bootstrap role
 //! `system:controller:service-controller` grants exactly what it needs
 //! (services read, services/status patch, nodes list/watch, events).
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -35,7 +43,23 @@ pub const SERVICE_ACCOUNT: &str = "service-controller";
 pub async fn run(ctx: Arc<Ctx>, stop: Stop) {
     let controller = Controller::new(Api::<Service>::all(ctx.reader.clone()), watcher::Config::default());
     let store = controller.store();
+    let waiting = controller.store();
     let controller = controller
+        // A Service that frees a port (deleted, port changed, no longer a
+        // load balancer) lets a waiting one have it, and one that takes a
+        // port may displace a younger holder: re-reconcile the managed
+        // Services without ingress and those sharing a port with it.
+        .watches(Api::<Service>::all(ctx.reader.clone()), watcher::Config::default(), move |changed: Service| {
+            let ports = if manages(&changed) { lb_ports(&changed) } else { Vec::new() };
+            let changed = ObjectRef::from_obj(&changed);
+            waiting
+                .state()
+                .iter()
+                .filter(|s| manages(s) && (!has_ingress(s) || lb_ports(s).iter().any(|p| ports.contains(p))))
+                .map(|s| ObjectRef::from_obj(s.as_ref()))
+                .filter(|r| *r != changed)
+                .collect::<Vec<_>>()
+        })
         // Any node change may change every load balancer's addresses.
         .watches(Api::<Node>::all(ctx.reader.clone()), watcher::Config::default(), move |_node: Node| {
             store
@@ -93,6 +117,66 @@ pub fn desired_ingress(nodes: &[Node]) -> Vec<LoadBalancerIngress> {
         .collect()
 }
 
+/// A Service's load-balancer ports: (protocol, port), protocol `TCP`
+/// when unset.
+fn lb_ports(svc: &Service) -> Vec<(String, i32)> {
+    svc.spec
+        .iter()
+        .flat_map(|s| s.ports.iter().flatten())
+        .map(|p| (p.protocol.clone().unwrap_or_else(|| "TCP".into()), p.port))
+        .collect()
+}
+
+/// Why managed Service `svc` gets no ingress, if it does not: the first
+/// of its (protocol, port) pairs that is `reserved` (ports the node
+/// itself serves), or that an older managed Service among `services`
+/// holds: `(protocol, port, holder "namespace/name" or None for
+/// reserved)`. Services claim ports oldest first (`creationTimestamp`,
+/// then namespace/name); a Service that is itself blocked holds none of
+/// its ports (as a svclb pod that cannot schedule holds no hostPort);
+/// Services being deleted hold none. `svc` is matched in `services` by
+/// namespace/name and need not be in it.
+pub fn blocked(
+    svc: &Service,
+    services: &[Service],
+    reserved: &[(String, i32)],
+) -> Option<(String, i32, Option<String>)> {
+    let me = runtime::key_of(svc);
+    let order = |s: &Service| (s.metadata.creation_timestamp.clone().map(|t| t.0), runtime::key_of(s));
+    let mut claimants: Vec<&Service> = services
+        .iter()
+        .filter(|s| manages(s) && s.metadata.deletion_timestamp.is_none() && runtime::key_of(*s) != me)
+        .chain(std::iter::once(svc))
+        .collect();
+    // Unset timestamps sort last (None after Some).
+    claimants.sort_by(|a, b| {
+        let (ta, ka) = order(a);
+        let (tb, kb) = order(b);
+        (ta.is_none(), ta, ka).cmp(&(tb.is_none(), tb, kb))
+    });
+    let mut held: BTreeMap<(String, i32), String> = BTreeMap::new();
+    for s in claimants {
+        let key = runtime::key_of(s);
+        let ports = lb_ports(s);
+        let conflict = ports.iter().find_map(|p| {
+            if reserved.contains(p) {
+                Some((p.0.clone(), p.1, None))
+            } else {
+                held.get(p).map(|h| (p.0.clone(), p.1, Some(h.clone())))
+            }
+        });
+        if key == me {
+            return conflict;
+        }
+        if conflict.is_none() {
+            for p in ports {
+                held.insert(p, key.clone());
+            }
+        }
+    }
+    None
+}
+
 fn ingress_ips(ing: &[LoadBalancerIngress]) -> Vec<Option<String>> {
     ing.iter().map(|i| i.ip.clone()).collect()
 }
@@ -103,8 +187,19 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let want = if manages(&svc) {
         // Fresh from the API (its watch cache): the node trigger may run
         // before any local cache saw the change.
-        let nodes = Api::<Node>::all(ctx.reader.clone()).list(&ListParams::default().match_any()).await?;
-        desired_ingress(&nodes.items)
+        let services = Api::<Service>::all(ctx.reader.clone()).list(&ListParams::default().match_any()).await?;
+        // Ports rkube itself serves on the node addresses would need the
+        // manager's configuration; none are reserved yet.
+        match blocked(&svc, &services.items, &[]) {
+            Some((proto, port, holder)) => {
+                tracing::info!(component = NAME, service = %key, protocol = %proto, port, held_by = holder.as_deref().unwrap_or("the node"), "load balancer stays pending: its port is already in use by an older LoadBalancer Service (change one of the ports, or delete the other Service)");
+                Vec::new()
+            }
+            None => {
+                let nodes = Api::<Node>::all(ctx.reader.clone()).list(&ListParams::default().match_any()).await?;
+                desired_ingress(&nodes.items)
+            }
+        }
     } else if !is_lb_type {
         Vec::new() // no longer a load balancer: clear what we set
     } else {
@@ -172,6 +267,66 @@ mod tests {
         );
         assert!(ing.iter().all(|i| i.ip_mode.as_deref() == Some("VIP")));
         assert!(desired_ingress(&[]).is_empty());
+    }
+
+    fn lb(ns: &str, name: &str, created: i64, ports: &[(&str, i32)]) -> Service {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        Service {
+            metadata: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                creation_timestamp: Some(Time(k8s_openapi::jiff::Timestamp::from_second(created).unwrap())),
+                ..Default::default()
+            },
+            spec: Some(ServiceSpec {
+                type_: Some("LoadBalancer".into()),
+                ports: Some(
+                    ports
+                        .iter()
+                        .map(|(p, port)| k8s_openapi::api::core::v1::ServicePort {
+                            protocol: (!p.is_empty()).then(|| p.to_string()),
+                            port: *port,
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_port_held_by_an_older_load_balancer_leaves_the_newer_pending() {
+        let old = lb("default", "old", 100, &[("TCP", 80)]);
+        let new = lb("other", "new", 200, &[("", 80), ("TCP", 443)]);
+        let all = vec![old.clone(), new.clone()];
+        // Unset protocol means TCP: the newer one waits for port 80.
+        assert_eq!(blocked(&new, &all, &[]), Some(("TCP".into(), 80, Some("default/old".into()))));
+        assert_eq!(blocked(&old, &all, &[]), None);
+        // Another protocol on the same port is no conflict.
+        let udp = lb("default", "dns", 300, &[("UDP", 80)]);
+        assert_eq!(blocked(&udp, &[old.clone(), new.clone(), udp.clone()], &[]), None);
+        // The port frees when the holder is deleted, being deleted, or
+        // stops being a ServiceLB load balancer.
+        assert_eq!(blocked(&new, std::slice::from_ref(&new), &[]), None);
+        let mut deleting = old.clone();
+        deleting.metadata.deletion_timestamp = deleting.metadata.creation_timestamp.clone();
+        assert_eq!(blocked(&new, &[deleting, new.clone()], &[]), None);
+        let mut classed = old.clone();
+        classed.spec.as_mut().unwrap().load_balancer_class = Some("example.com/lb".into());
+        assert_eq!(blocked(&new, &[classed, new.clone()], &[]), None);
+        // A pending Service holds none of its ports: the third one gets
+        // 443 although the pending one asked for it first.
+        let third = lb("default", "third", 300, &[("TCP", 443)]);
+        assert_eq!(blocked(&third, &[old.clone(), new.clone(), third.clone()], &[]), None);
+        // Same creation second: namespace/name decides.
+        let a = lb("default", "a", 100, &[("TCP", 8080)]);
+        let b = lb("default", "b", 100, &[("TCP", 8080)]);
+        assert_eq!(blocked(&b, &[a.clone(), b.clone()], &[]), Some(("TCP".into(), 8080, Some("default/a".into()))));
+        assert_eq!(blocked(&a, &[a.clone(), b.clone()], &[]), None);
+        // Reserved ports (the node's own) are never handed out.
+        assert_eq!(blocked(&old, &all, &[("TCP".into(), 80)]), Some(("TCP".into(), 80, None)));
     }
 
     #[test]

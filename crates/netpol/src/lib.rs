@@ -12,7 +12,10 @@
 //! (`net.bridge.bridge-nf-call-iptables=1`); traffic between nodes is
 //! routed; Service traffic is DNAT'd before forward, so the real pod IP is
 //! seen. Traffic the node itself originates (kubelet probes) is not
-//! forwarded and so stays allowed.
+//! forwarded and so stays allowed. A second chain on the input hook applies
+//! the same egress verdicts to traffic from pods to the node's own
+//! addresses (delivered locally, so never forwarded), as kube-router
+//! filters INPUT too.
 
 pub mod nft;
 pub mod ruleset;

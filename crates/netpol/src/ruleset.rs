@@ -585,6 +585,13 @@ impl Ruleset {
     /// - chain `forward` hooked at forward, priority filter, policy accept:
     ///   `ct state established,related accept`, then the egress maps, then
     ///   the ingress maps;
+    /// - chain `input` hooked at input, priority filter, policy accept:
+    ///   `ct state established,related accept`, then the egress maps only,
+    ///   so a pod's egress policy also governs connections to its own
+    ///   node's addresses (which are delivered locally, never forwarded), as
+    ///   kube-router filters INPUT too; ingress is about pod destinations
+    ///   and so needs no input rules; replies to connections the node opened
+    ///   (kubelet probes) are established and pass;
     /// - per-pod chains `return` what a policy allows (so that an allowed
     ///   egress still meets the destination's ingress chain) and
     ///   `counter drop` the rest.
@@ -633,6 +640,12 @@ impl Ruleset {
             "    ip6 saddr vmap @egress6\n",
             "    ip daddr vmap @ingress4\n",
             "    ip6 daddr vmap @ingress6\n",
+            "  }\n",
+            "  chain input {\n",
+            "    type filter hook input priority filter; policy accept;\n",
+            "    ct state established,related accept\n",
+            "    ip saddr vmap @egress4\n",
+            "    ip6 saddr vmap @egress6\n",
             "  }\n}\n",
         ));
         s

@@ -5,8 +5,9 @@
 //! every link and the table) is removed by Drop guards, even on failure.
 //! Nothing touches the root network namespace.
 //!
-//! Needs root, `ip`, `nft` and /bin/busybox; without them the test says so
-//! and returns.
+//! Needs root, `ip`, `nft` and /bin/busybox (scripts/test.sh installs them
+//! and runs the suite as root); without them the test FAILS, saying what is
+//! missing, rather than passing without checking anything.
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
@@ -18,6 +19,8 @@ use serde_json::json;
 
 const NODE: &str = "node-1";
 const TABLE: &str = "rkt_np_test";
+/// The node's address on its bridge (in the test's own node netns).
+const NODE_IP: &str = "10.99.0.1";
 
 fn sh(args: &[&str]) -> std::process::Output {
     Command::new(args[0]).args(&args[1..]).output().unwrap_or_else(|e| panic!("running {args:?}: {e}"))
@@ -99,14 +102,12 @@ fn policy(name: &str, spec: serde_json::Value) -> NetworkPolicy {
 
 #[test]
 fn policies_enforced_on_real_traffic() {
-    let is_root = sh(&["id", "-u"]).stdout == b"0\n";
-    if !is_root
-        || !std::path::Path::new("/bin/busybox").exists()
-        || Command::new("nft").arg("--version").output().is_err()
-    {
-        eprintln!("skipping: needs root, nft and /bin/busybox");
-        return;
-    }
+    assert_eq!(sh(&["id", "-u"]).stdout, b"0\n", "this test needs root (network namespaces); run it as root");
+    assert!(std::path::Path::new("/bin/busybox").exists(), "this test needs /bin/busybox; install busybox");
+    assert!(
+        Command::new("nft").arg("--version").output().is_ok_and(|o| o.status.success()),
+        "this test needs nft on PATH; install nftables"
+    );
     let pid = std::process::id();
     let node = format!("rkt-np-{pid}-node");
     let pods = ["p1", "p2", "p3"].map(|p| format!("rkt-np-{pid}-{p}"));
@@ -118,6 +119,8 @@ fn policies_enforced_on_real_traffic() {
     }
     ok(&["ip", "-n", &node, "link", "add", "br0", "type", "bridge"]);
     ok(&["ip", "-n", &node, "link", "set", "br0", "up"]);
+    // The node's own address on the bridge (the pods' gateway, as the CNI bridge has).
+    ok(&["ip", "-n", &node, "addr", "add", &format!("{NODE_IP}/24"), "dev", "br0"]);
     let bnf = sh(&["ip", "netns", "exec", &node, "sysctl", "-w", "net.bridge.bridge-nf-call-iptables=1"]);
     assert!(
         bnf.status.success(),
@@ -145,6 +148,14 @@ fn policies_enforced_on_real_traffic() {
             servers.0.push(child);
         }
     }
+    // A server on the node itself (pod -> node traffic is delivered locally: input hook).
+    let child = Command::new("ip")
+        .args(["netns", "exec", &node, "/bin/busybox", "httpd", "-f", "-p", "80", "-h", &docroot_s])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    servers.0.push(child);
     let result = std::panic::catch_unwind(|| scenarios(&node, &pods, &ips));
     drop(servers);
     let _ = std::fs::remove_dir_all(&docroot);
@@ -170,7 +181,11 @@ fn scenarios(node: &str, pods: &[String; 3], ips: &[&str; 3]) {
     apply(&[]);
     let mut ready = false;
     for _ in 0..50 {
-        if get(p2, ips[0], 80).is_some() && get(p3, ips[1], 80).is_some() && get(p2, ips[2], 80).is_some() {
+        if get(p2, ips[0], 80).is_some()
+            && get(p3, ips[1], 80).is_some()
+            && get(p2, ips[2], 80).is_some()
+            && get(p2, NODE_IP, 80).is_some()
+        {
             ready = true;
             break;
         }
@@ -203,10 +218,24 @@ fn scenarios(node: &str, pods: &[String; 3], ips: &[&str; 3]) {
     // Egress deny for the client: its own connections are blocked, replies to connections it accepts flow.
     let egress =
         policy("client-egress", json!({"podSelector": {"matchLabels": {"role": "client"}}, "policyTypes": ["Egress"]}));
-    apply(&[deny, allow, egress]);
+    apply(&[deny, allow, egress.clone()]);
     assert_eq!(get(p2, ips[2], 80), None, "egress-isolated client must not reach other");
     assert_eq!(get(p2, ips[0], 80), None, "egress deny also wins over server's ingress allow");
     assert_eq!(get(p3, ips[1], 80).as_deref(), Some("hello"), "replies from the egress-isolated client flow");
+    assert_eq!(get(p2, NODE_IP, 80), None, "egress deny also covers the pod's own node (input hook)");
+    assert_eq!(get(p3, NODE_IP, 80).as_deref(), Some("hello"), "pods without egress policy reach the node");
+    // An egress allow to the node's address admits pod -> node again.
+    let to_node = policy(
+        "client-to-node",
+        json!({
+            "podSelector": {"matchLabels": {"role": "client"}},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"ipBlock": {"cidr": format!("{NODE_IP}/32")}}], "ports": [{"port": 80}]}]
+        }),
+    );
+    apply(&[egress.clone(), to_node]);
+    assert_eq!(get(p2, NODE_IP, 80).as_deref(), Some("hello"), "egress allow to the node's address");
+    assert_eq!(get(p2, ips[2], 80), None, "still no egress to other pods");
 
     // Cleanup is idempotent and removes the table.
     let cleanup = rkube_netpol::cleanup_script(TABLE);

@@ -140,7 +140,8 @@ pub fn managed_routes(cluster: &Cidr) -> Result<Routes, NetworkError> {
 }
 
 /// `ip route replace <cidr> via <via> proto 107`. Err: `ip` refused (e.g.
-/// the gateway is not directly reachable).
+/// the gateway is not directly reachable). [`crate::sync_routes`] first
+/// checks [`foreign_routes_at`] so this never overwrites another's route.
 pub fn replace_route(cidr: &Cidr, via: IpAddr) -> Result<(), NetworkError> {
     let (c, v, p) = (cidr.to_string(), via.to_string(), proto());
     ip(&[family_flag(cidr), "route", "replace", &c, "via", &v, "proto", &p]).map(drop)
@@ -183,10 +184,62 @@ pub fn check_next_hop(via: IpAddr, avoid_devs: &[&str]) -> Result<Result<(), Str
     Ok(Ok(()))
 }
 
+/// One main-table route as `ip -json route show` prints it, in `ip route`
+/// syntax for messages (e.g. `"unicast 10.42.0.0/16 via 192.168.1.1 dev eth0 proto kernel"`).
+fn describe_route(r: &Value) -> String {
+    let s = |k: &str| r.get(k).and_then(Value::as_str);
+    let mut out = format!("{} {}", s("type").unwrap_or("unicast"), s("dst").unwrap_or("?"));
+    for (key, word) in [("gateway", "via"), ("dev", "dev"), ("protocol", "proto")] {
+        if let Some(v) = s(key) {
+            out.push_str(&format!(" {word} {v}"));
+        }
+    }
+    if let Some(m) = r.get("metric").and_then(Value::as_u64) {
+        out.push_str(&format!(" metric {m}"));
+    }
+    out
+}
+
+/// The main-table routes (all types, all metrics) whose destination is
+/// exactly `dst` (`ip -json route show table main exact <dst>`) that
+/// `is_ours` does not recognise, described for a message. `ip route
+/// replace` would overwrite such a route (or be shadowed by it), so callers
+/// refuse to touch the prefix while one exists. Err: `ip` failed.
+pub fn foreign_routes_at(dst: &Cidr, is_ours: impl Fn(&Value) -> bool) -> Result<Vec<String>, NetworkError> {
+    let d = dst.to_string();
+    let rows = ip_json(&[family_flag(dst), "route", "show", "table", "main", "exact", &d])?;
+    Ok(rows.iter().filter(|r| !is_ours(r)).map(describe_route).collect())
+}
+
+fn is_rkube_route(r: &Value, kind: &str, dev: Option<&str>) -> bool {
+    let s = |k: &str| r.get(k).and_then(Value::as_str);
+    s("type").unwrap_or("unicast") == kind
+        && s("protocol") == Some(RTPROT_RKUBE.to_string().as_str())
+        && (dev.is_none() || s("dev") == dev)
+}
+
+/// Whether the route row is the per-node route rkube-network programs
+/// (unicast, protocol [`RTPROT_RKUBE`], any next hop: it may be moving).
+pub fn is_rkube_node_route(r: &Value) -> bool {
+    is_rkube_route(r, "unicast", None)
+}
+
 /// `ip route replace blackhole <cluster> proto 107`: packets for pod
 /// addresses no more specific route claims are dropped on this machine
-/// instead of following the default route out.
+/// instead of following the default route out. Refuses
+/// ([`NetworkError::Conflict`]) while a route that is not this blackhole
+/// (type blackhole, protocol [`RTPROT_RKUBE`]) has exactly the cluster CIDR
+/// as destination (a VPN's or container runtime's route, a connected
+/// subnet): replacing it would cut the host off from that network.
 pub fn ensure_blackhole(cluster: &Cidr) -> Result<(), NetworkError> {
+    let foreign = foreign_routes_at(cluster, |r| is_rkube_route(r, "blackhole", None))?;
+    if !foreign.is_empty() {
+        return Err(NetworkError::Conflict(format!(
+            "the cluster CIDR {cluster} is already routed on this host ({}); rkube will not replace that route with its blackhole: \
+             choose a free range with --cluster-cidr (on the servers and every agent), or remove that route",
+            foreign.join("; ")
+        )));
+    }
     let (c, p) = (cluster.to_string(), proto());
     ip(&[family_flag(cluster), "route", "replace", "blackhole", &c, "proto", &p]).map(drop)
 }
@@ -223,6 +276,14 @@ pub fn ensure_service_device(device: &str, service: &Cidr) -> Result<(), Network
         tracing::info!(component = COMPONENT, device, "service device created");
     }
     ip(&["link", "set", device, "up"])?;
+    let foreign = foreign_routes_at(service, |r| is_rkube_route(r, "unicast", Some(device)))?;
+    if !foreign.is_empty() {
+        return Err(NetworkError::Conflict(format!(
+            "the service CIDR {service} is already routed on this host ({}); rkube will not replace that route with its \
+             route to {device}: choose a free range with --service-cidr (on the servers and every agent), or remove that route",
+            foreign.join("; ")
+        )));
+    }
     let (s, p) = (service.to_string(), proto());
     ip(&[family_flag(service), "route", "replace", &s, "dev", device, "proto", &p]).map(drop)
 }
@@ -252,6 +313,26 @@ pub fn masquerade_script(names: &HostNames) -> String {
 /// the table's previous contents). Err: `nft` failed.
 pub fn ensure_masquerade(names: &HostNames) -> Result<(), NetworkError> {
     run_cmd("nft", &["-f", "-"], Some(&masquerade_script(names))).map(drop)
+}
+
+/// The host's own IPv4 addresses (`ip -json -4 addr show`) as (device,
+/// address), and the gateways of its main-table IPv4 default routes
+/// (`ip -json -4 route show default`). Err: `ip` failed.
+pub fn host_addresses_and_gateways() -> Result<(Vec<(String, IpAddr)>, Vec<IpAddr>), NetworkError> {
+    let mut addrs = Vec::new();
+    for link in ip_json(&["-4", "addr", "show"])? {
+        let dev = link.get("ifname").and_then(Value::as_str).unwrap_or("").to_string();
+        for a in link.get("addr_info").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(ip) = a.get("local").and_then(Value::as_str).and_then(|s| s.parse().ok()) {
+                addrs.push((dev.clone(), ip));
+            }
+        }
+    }
+    let gateways = ip_json(&["-4", "route", "show", "table", "main", "default"])?
+        .iter()
+        .filter_map(|r| r.get("gateway").and_then(Value::as_str).and_then(|g| g.parse().ok()))
+        .collect();
+    Ok((addrs, gateways))
 }
 
 /// Removes everything [`ensure_blackhole`], [`replace_route`],

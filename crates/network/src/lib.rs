@@ -50,6 +50,15 @@ pub const RESYNC_PERIOD: Duration = Duration::from_secs(60);
 /// How soon [`run`] retries after a failed sync.
 const RETRY_AFTER: Duration = Duration::from_secs(5);
 
+/// The first and the longest wait between [`run`]'s attempts at
+/// [`ensure_base`] (doubling from 5 s up to 60 s).
+const BASE_BACKOFF: (Duration, Duration) = (Duration::from_secs(5), Duration::from_secs(60));
+
+/// The shortest cluster or service prefix accepted: a shorter one (e.g.
+/// `0.0.0.0/0`) would claim the host's default route or most of the
+/// address space.
+pub const MIN_PREFIX: u8 = 8;
+
 /// A timer deadline that never fires in practice (one year).
 const IDLE: Duration = Duration::from_secs(365 * 24 * 3600);
 
@@ -71,9 +80,11 @@ pub struct HostNames {
 }
 
 impl HostNames {
-    /// The parsed cluster and service CIDRs. Err: either is not a CIDR, the
+    /// The parsed cluster and service CIDRs. Err ([`NetworkError::Config`]):
+    /// either is not an IPv4 CIDR or is shorter than /[`MIN_PREFIX`], the
     /// two overlap, the device name is empty or longer than 15 bytes, or the
-    /// table name is empty.
+    /// table name is empty. Pure; [`HostNames::check_host`] adds the checks
+    /// against the host's addresses.
     pub fn validate(&self) -> Result<(Cidr, Cidr), NetworkError> {
         let cluster: Cidr = self
             .cluster_cidr
@@ -87,6 +98,14 @@ impl HostNames {
             return Err(NetworkError::Config(format!(
                 "cluster CIDR {cluster} and service CIDR {service} must be IPv4 (the masquerade table is of family ip)"
             )));
+        }
+        for (what, flag, c) in [("cluster", "--cluster-cidr", &cluster), ("service", "--service-cidr", &service)] {
+            if c.prefix() < MIN_PREFIX {
+                return Err(NetworkError::Config(format!(
+                    "the {what} CIDR {c} is shorter than /{MIN_PREFIX}: it would take over the host's routes \
+                     (with /0, its default route); choose a smaller private range with {flag}"
+                )));
+            }
         }
         if cluster.overlaps(&service) {
             return Err(NetworkError::Config(format!(
@@ -107,6 +126,53 @@ impl HostNames {
         }
         Ok((cluster, service))
     }
+
+    /// [`HostNames::validate`], then refuses cluster or service ranges that
+    /// contain one of the host's own IPv4 addresses (except those on
+    /// `own_devices`: the CNI bridge carries the pods' gateway inside the
+    /// cluster CIDR) or the gateway of one of its default routes: routing
+    /// that range into the pod network or the service device would cut the
+    /// host off. Reads the host with `ip` (the calling thread's network
+    /// namespace). Err: [`NetworkError::Config`] naming the address and the
+    /// flag to change, or [`NetworkError::Command`] if `ip` failed.
+    pub fn check_host(&self, own_devices: &[&str]) -> Result<(Cidr, Cidr), NetworkError> {
+        let (cluster, service) = self.validate()?;
+        let (addrs, gateways) = host::host_addresses_and_gateways()?;
+        if let Some(m) = host_conflict(&cluster, &service, &addrs, &gateways, own_devices) {
+            return Err(NetworkError::Config(m));
+        }
+        Ok((cluster, service))
+    }
+}
+
+/// The pure half of [`HostNames::check_host`]: a message for the first
+/// host address (device, address) not on `own_devices`, or default gateway,
+/// inside `cluster` or `service`; None when there is none.
+fn host_conflict(
+    cluster: &Cidr,
+    service: &Cidr,
+    addrs: &[(String, IpAddr)],
+    gateways: &[IpAddr],
+    own_devices: &[&str],
+) -> Option<String> {
+    let ranges = [("cluster", "--cluster-cidr", cluster), ("service", "--service-cidr", service)];
+    for (what, flag, c) in ranges {
+        for (dev, a) in addrs {
+            if !own_devices.contains(&dev.as_str()) && c.contains_ip(*a) {
+                return Some(format!(
+                    "the {what} CIDR {c} contains this host's address {a} (on {dev}); choose a range the host does not use with {flag} (on the servers and every agent)"
+                ));
+            }
+        }
+        for g in gateways {
+            if c.contains_ip(*g) {
+                return Some(format!(
+                    "the {what} CIDR {c} contains this host's default gateway {g}; choose a range the host does not use with {flag} (on the servers and every agent)"
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// How [`run`] starts.
@@ -135,6 +201,10 @@ pub enum NetworkError {
     /// The configuration is unusable.
     #[error("rkube-network configuration: {0}")]
     Config(String),
+    /// A route rkube would program is already held by a route that is not
+    /// rkube's; the message names it and the flag to change.
+    #[error("route conflict: {0}")]
+    Conflict(String),
     /// A host prerequisite is missing and could not be set.
     #[error("host prerequisite: {0}")]
     Host(String),
@@ -213,6 +283,9 @@ pub fn prepare_host() -> Result<(), NetworkError> {
 
 /// Programs the node-independent state: the cluster-CIDR blackhole, the
 /// service device with its route, and the masquerade table. Idempotent.
+/// Err: bad names ([`NetworkError::Config`]), a route not rkube's already
+/// holds the cluster or service CIDR ([`NetworkError::Conflict`]; nothing
+/// is replaced), or a command failed.
 pub fn ensure_base(names: &HostNames) -> Result<(), NetworkError> {
     let (cluster, service) = names.validate()?;
     host::ensure_blackhole(&cluster)?;
@@ -257,6 +330,18 @@ pub fn sync_routes(
         }
     }
     let current = host::managed_routes(&cluster)?;
+    // Never overwrite a route that is not ours at a pod CIDR (e.g. a
+    // container runtime's bridge inside the cluster CIDR).
+    for (cidr, via) in routes::diff(&current, &want).replace {
+        let foreign = host::foreign_routes_at(&cidr, host::is_rkube_node_route)?;
+        if !foreign.is_empty() {
+            want.remove(&cidr);
+            skipped.push(format!(
+                "pod CIDR {cidr} (via {via}): the host already routes it ({}); remove that route or choose another --cluster-cidr",
+                foreign.join("; ")
+            ));
+        }
+    }
     let diff = routes::diff(&current, &want);
     for (cidr, via) in &diff.remove {
         host::delete_route(cidr, *via)?;
@@ -275,19 +360,49 @@ pub fn sync_routes(
 /// change that alters the desired routes (pod CIDRs, InternalIPs, nodes
 /// added or deleted — status heartbeats alone do not touch the host), every
 /// [`RESYNC_PERIOD`] (re-applying [`ensure_base`] too), and 5 s after a
-/// failed sync. The `ip`/`nft` commands run synchronously on the calling
+/// failed sync. Before watching, [`ensure_base`] is retried until it
+/// succeeds (5 s doubling to 60 s, each failure logged at error with what
+/// to do), since a returned component is never restarted. When this node's
+/// own `spec.podCIDR(s)` lies outside the cluster CIDR (agent and servers
+/// disagree on `--cluster-cidr`), an error saying so is logged once per
+/// change. The `ip`/`nft` commands run synchronously on the calling
 /// task (milliseconds each), in the calling thread's network namespace. Skip reasons are warned about once each. On stop
 /// the host state stays in place (pods keep their connectivity across a
 /// restart, as flannel leaves its routes); [`cleanup`] removes it.
-/// Err: invalid names, the first [`ensure_base`] failed, or the watch
-/// stream ended.
+/// Err: invalid names ([`HostNames::check_host`]: fatal, the flags must
+/// change), or the watch stream ended.
 pub async fn run(
     config: NodeNetworkConfig,
     stop: impl Future<Output = ()> + Send,
 ) -> Result<(), NetworkError> {
     let names = config.names.clone();
     let (cluster, _) = names.validate()?;
-    ensure_base(&names)?;
+    let avoid = [config.bridge.as_str(), names.service_device.as_str()];
+    let mut stop = std::pin::pin!(stop);
+    let mut backoff = BASE_BACKOFF.0;
+    loop {
+        match names.check_host(&avoid).and_then(|_| ensure_base(&names)) {
+            Ok(()) => break,
+            Err(e @ NetworkError::Config(_)) => return Err(e),
+            Err(e) => {
+                tracing::error!(
+                    component = COMPONENT,
+                    error = %e,
+                    retry_in_s = backoff.as_secs(),
+                    "cannot program the pod network base (cluster-CIDR blackhole, service device and route, masquerade table); \
+                     pods on this node cannot reach other nodes or Services until this is fixed: do what the error says; retrying"
+                );
+                tokio::select! {
+                    _ = &mut stop => {
+                        tracing::info!(component = COMPONENT, "pod network stopped before its base was programmed");
+                        return Ok(());
+                    }
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(BASE_BACKOFF.1);
+            }
+        }
+    }
     tracing::info!(
         component = COMPONENT,
         node = %config.node_name,
@@ -300,7 +415,6 @@ pub async fn run(
     let (reader, writer) = reflector::store::<Node>();
     let events = reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()).default_backoff());
     let mut events = std::pin::pin!(events);
-    let mut stop = std::pin::pin!(stop);
     let mut resync = tokio::time::interval(RESYNC_PERIOD);
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let retry = tokio::time::sleep(IDLE);
@@ -310,7 +424,7 @@ pub async fn run(
     let (mut ready, mut dirty, mut force, mut base_due) = (false, false, false, false);
     let mut last_desired: Option<routes::DesiredRoutes> = None;
     let mut warned: HashSet<String> = HashSet::new();
-    let avoid = [config.bridge.as_str(), names.service_device.as_str()];
+    let mut own_outside: Vec<Cidr> = Vec::new();
     loop {
         tokio::select! {
             _ = &mut stop => {
@@ -331,6 +445,17 @@ pub async fn run(
             continue;
         }
         let nodes: Vec<Node> = reader.state().iter().map(|n| (**n).clone()).collect();
+        let outside = routes::own_pod_cidrs_outside(&nodes, &config.node_name, &cluster);
+        if outside != own_outside {
+            for c in &outside {
+                tracing::error!(
+                    component = COMPONENT,
+                    "node {} has podCIDR {c} outside --cluster-cidr {cluster}: start the agent with the servers' --cluster-cidr",
+                    config.node_name
+                );
+            }
+            own_outside = outside;
+        }
         // Node status heartbeats change Nodes every few seconds; only a change
         // of pod CIDRs or InternalIPs needs the host (the resync catches the rest).
         let desired = routes::desired_routes(&nodes, &config.node_name, &cluster);
@@ -352,6 +477,11 @@ pub async fn run(
                     }
                 }
                 warned.retain(|r| outcome.skipped.contains(r));
+            }
+            Err(e @ (NetworkError::Conflict(_) | NetworkError::Config(_))) => {
+                last_desired = None;
+                tracing::error!(component = COMPONENT, error = %e, "syncing the pod network failed; do what the error says; retrying in 5 s");
+                retry.as_mut().reset(tokio::time::Instant::now() + RETRY_AFTER);
             }
             Err(e) => {
                 last_desired = None;
@@ -402,6 +532,39 @@ mod tests {
         let mut n = names();
         n.table = "bad table".into();
         assert!(n.validate().is_err());
+    }
+
+    #[test]
+    fn validate_rejects_prefixes_shorter_than_8() {
+        let mut n = names();
+        n.cluster_cidr = "0.0.0.0/0".into();
+        n.service_cidr = "10.43.0.0/16".into();
+        let e = n.validate().unwrap_err().to_string();
+        assert!(e.contains("0.0.0.0/0") && e.contains("--cluster-cidr"), "{e}");
+        let mut n = names();
+        n.service_cidr = "0.0.0.0/7".into();
+        n.cluster_cidr = "10.42.0.0/16".into();
+        assert!(n.validate().unwrap_err().to_string().contains("--service-cidr"));
+        let mut n = names();
+        n.cluster_cidr = "10.0.0.0/8".into();
+        n.service_cidr = "172.16.0.0/12".into();
+        assert!(n.validate().is_ok(), "/8 is the shortest accepted");
+    }
+
+    #[test]
+    fn host_addresses_and_default_gateway_inside_the_ranges_are_refused() {
+        let (c, s) = names().validate().unwrap();
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let addrs = vec![("lo".to_string(), ip("127.0.0.1")), ("eth0".to_string(), ip("192.168.1.10"))];
+        assert_eq!(host_conflict(&c, &s, &addrs, &[ip("192.168.1.1")], &["rkube0"]), None);
+        // The CNI bridge's gateway address inside the cluster CIDR is ours.
+        let bridge = [addrs.clone(), vec![("rkube0".to_string(), ip("10.42.0.1"))]].concat();
+        assert_eq!(host_conflict(&c, &s, &bridge, &[], &["rkube0"]), None);
+        let lan = [addrs.clone(), vec![("eth1".to_string(), ip("10.42.7.5"))]].concat();
+        let m = host_conflict(&c, &s, &lan, &[], &["rkube0"]).unwrap();
+        assert!(m.contains("10.42.7.5 (on eth1)") && m.contains("--cluster-cidr"), "{m}");
+        let m = host_conflict(&c, &s, &addrs, &[ip("10.43.0.1")], &["rkube0"]).unwrap();
+        assert!(m.contains("default gateway 10.43.0.1") && m.contains("--service-cidr"), "{m}");
     }
 
     #[test]

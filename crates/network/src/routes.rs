@@ -58,7 +58,9 @@ pub fn internal_ips(node: &Node) -> Vec<IpAddr> {
 /// The routes this node (`own_name`) wants: for every OTHER node, each pod
 /// CIDR inside `cluster` routed via that node's first InternalIP of the same
 /// family. Left out (reason in `skipped`): CIDRs outside `cluster` (rkube
-/// never routes outside its cluster CIDR), CIDRs overlapping this node's own
+/// never routes outside its cluster CIDR), CIDRs not strictly longer than
+/// `cluster` (a route for the whole cluster CIDR would replace the
+/// blackhole), CIDRs overlapping this node's own
 /// pod CIDRs or an already chosen route (nodes are visited in name order, the
 /// first claim wins), nodes without an InternalIP of the CIDR's family, and
 /// unparseable CIDRs. Deterministic for a given set of nodes.
@@ -90,6 +92,12 @@ pub fn desired_routes(nodes: &[Node], own_name: &str, cluster: &Cidr) -> Desired
                 ));
                 continue;
             }
+            if cidr.prefix() <= cluster.prefix() {
+                out.skipped.push(format!(
+                    "node {name}: pod CIDR {cidr} is the whole cluster CIDR {cluster}, not a per-node subnet of it"
+                ));
+                continue;
+            }
             if own.iter().any(|o| o.overlaps(&cidr)) {
                 out.skipped.push(format!(
                     "node {name}: pod CIDR {cidr} overlaps this node's own pod CIDR"
@@ -112,6 +120,23 @@ pub fn desired_routes(nodes: &[Node], own_name: &str, cluster: &Cidr) -> Desired
         }
     }
     out
+}
+
+/// This node's (`own_name`) pod CIDRs that are not a subnet strictly inside
+/// `cluster` (same family only; an IPv6 CIDR is not judged against an IPv4
+/// cluster CIDR), in `spec.podCIDRs` order. Non-empty means the agent's
+/// `--cluster-cidr` differs from the one the servers' node IPAM allocates
+/// from. Unparseable entries are ignored (reported by [`desired_routes`]
+/// on other nodes).
+pub fn own_pod_cidrs_outside(nodes: &[Node], own_name: &str, cluster: &Cidr) -> Vec<Cidr> {
+    nodes
+        .iter()
+        .filter(|n| n.metadata.name.as_deref() == Some(own_name))
+        .flat_map(pod_cidrs)
+        .filter_map(Result::ok)
+        .filter(|c| c.addr().is_ipv4() == cluster.addr().is_ipv4())
+        .filter(|c| !cluster.contains(c) || c.prefix() <= cluster.prefix())
+        .collect()
 }
 
 /// The changes that turn `current` into `desired`.
@@ -257,6 +282,33 @@ mod tests {
         assert!(d.routes.is_empty());
         assert_eq!(d.skipped.len(), 1);
         assert!(d.skipped[0].contains("outside the cluster CIDR 10.42.0.0/16"), "{:?}", d.skipped);
+    }
+
+    #[test]
+    fn pod_cidr_equal_to_or_containing_the_cluster_cidr_never_replaces_the_blackhole() {
+        let nodes = vec![
+            node("b", &["10.42.0.0/16"], &[("InternalIP", "192.168.1.11")]),
+            node("c", &["10.0.0.0/8"], &[("InternalIP", "192.168.1.12")]),
+        ];
+        let d = desired_routes(&nodes, "a", &cluster());
+        assert!(d.routes.is_empty(), "{:?}", d.routes);
+        assert_eq!(d.skipped.len(), 2, "{:?}", d.skipped);
+        assert!(d.skipped[0].contains("is the whole cluster CIDR 10.42.0.0/16"), "{:?}", d.skipped);
+        assert!(d.skipped[1].contains("outside the cluster CIDR"), "{:?}", d.skipped);
+    }
+
+    #[test]
+    fn own_pod_cidr_outside_the_cluster_cidr_is_reported() {
+        let nodes = vec![
+            node("a", &["10.50.3.0/24", "fd42::/64"], &[("InternalIP", "192.168.1.10")]),
+            node("b", &["10.60.1.0/24"], &[("InternalIP", "192.168.1.11")]),
+        ];
+        assert_eq!(own_pod_cidrs_outside(&nodes, "a", &cluster()), vec![c("10.50.3.0/24")]);
+        let ok = vec![node("a", &["10.42.3.0/24"], &[("InternalIP", "192.168.1.10")])];
+        assert!(own_pod_cidrs_outside(&ok, "a", &cluster()).is_empty());
+        let whole = vec![node("a", &["10.42.0.0/16"], &[("InternalIP", "192.168.1.10")])];
+        assert_eq!(own_pod_cidrs_outside(&whole, "a", &cluster()), vec![c("10.42.0.0/16")]);
+        assert!(own_pod_cidrs_outside(&nodes, "z", &cluster()).is_empty(), "no Node object yet: nothing to say");
     }
 
     #[test]

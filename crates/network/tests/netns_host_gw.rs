@@ -244,3 +244,98 @@ fn run_programs_the_base_keeps_retrying_an_unreachable_api_server_and_returns_on
         assert!(!routes_v4().iter().any(|r| r.4 == "107"), "{:?}", routes_v4());
     });
 }
+
+#[test]
+fn routes_not_rkubes_are_never_replaced_and_run_retries_the_base_until_they_go() {
+    let ns = Netns::create("-conflict");
+    ns.ip(&["link", "set", "lo", "up"]);
+    ns.ip(&["link", "add", "rkt-eth", "type", "veth", "peer", "name", "rkt-peer"]);
+    ns.ip(&["addr", "add", "192.168.77.1/24", "dev", "rkt-eth"]);
+    ns.ip(&["link", "set", "rkt-eth", "up"]);
+    ns.ip(&["link", "set", "rkt-peer", "up"]);
+    in_netns(&ns, || {
+        let n = names();
+        // Someone else's route (a VPN's, a container runtime's) at exactly the cluster CIDR.
+        let (ok, _) = cmd("ip", &["route", "add", "10.42.0.0/16", "via", "192.168.77.9"]);
+        assert!(ok);
+        let before = routes_v4();
+        let e = ensure_base(&n).unwrap_err().to_string();
+        assert!(e.contains("10.42.0.0/16 via 192.168.77.9") && e.contains("--cluster-cidr"), "{e}");
+        assert_eq!(routes_v4(), before, "the foreign route must stay untouched");
+        assert!(cmd("ip", &["route", "del", "10.42.0.0/16"]).0);
+
+        // The same at the service CIDR.
+        assert!(cmd("ip", &["route", "add", "10.43.0.0/16", "dev", "rkt-eth"]).0);
+        let e = ensure_base(&n).unwrap_err().to_string();
+        assert!(e.contains("10.43.0.0/16 dev rkt-eth") && e.contains("--service-cidr"), "{e}");
+        assert!(routes_v4().iter().any(|r| r.1 == "10.43.0.0/16" && r.3 == "rkt-eth" && r.4 != "107"));
+        assert!(!links().contains("rkt-svc") || !routes_v4().iter().any(|r| r.3 == "rkt-svc"));
+        assert!(cmd("ip", &["route", "del", "10.43.0.0/16"]).0);
+        ensure_base(&n).unwrap();
+        ensure_base(&n).expect("our own blackhole and service route are ours to replace");
+
+        // A foreign route at another node's pod CIDR: that node is skipped, not overwritten.
+        assert!(cmd("ip", &["route", "add", "10.42.5.0/24", "dev", "rkt-eth"]).0);
+        let nodes = vec![
+            node("a", "10.42.0.0/24", "192.168.77.1"),
+            node("b", "10.42.1.0/24", "192.168.77.2"),
+            node("e", "10.42.5.0/24", "192.168.77.5"),
+            // A "pod CIDR" equal to the cluster CIDR must never replace the blackhole.
+            node("f", "10.42.0.0/16", "192.168.77.6"),
+        ];
+        let out = sync_routes(&n, "a", &nodes, &[]).unwrap();
+        assert_eq!(out.routes.len(), 1, "{:?}", out.routes);
+        assert!(out.skipped.iter().any(|s| s.contains("10.42.5.0/24") && s.contains("already routes it")), "{:?}", out.skipped);
+        let r = routes_v4();
+        assert!(r.iter().any(|x| x.1 == "10.42.5.0/24" && x.3 == "rkt-eth" && x.4 != "107"), "{r:?}");
+        assert!(r.contains(&route("blackhole", "10.42.0.0/16", "", "")), "{r:?}");
+
+        // A host address inside the cluster CIDR is a configuration error (not on the bridge).
+        ns_addr("rkt-eth", "10.42.9.1/32");
+        let e = n.check_host(&["rkt-bridge0"]).unwrap_err().to_string();
+        assert!(e.contains("10.42.9.1 (on rkt-eth)"), "{e}");
+        assert!(n.check_host(&["rkt-eth"]).is_ok(), "addresses on our own devices are allowed");
+        assert!(cmd("ip", &["addr", "del", "10.42.9.1/32", "dev", "rkt-eth"]).0);
+
+        cleanup(&n).unwrap();
+        assert!(cmd("ip", &["route", "del", "10.42.5.0/24"]).0, "cleanup must leave the foreign route");
+
+        // run: a foreign route at the cluster CIDR is retried (never returns), and
+        // once it is gone the base is programmed.
+        assert!(cmd("ip", &["route", "add", "10.42.0.0/16", "via", "192.168.77.9"]).0);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+            let cfg = rkube_network::NodeNetworkConfig {
+                client: kube::Client::try_from(config).unwrap(),
+                node_name: "a".into(),
+                node_ip: "192.168.77.1".parse().unwrap(),
+                bridge: "rkt-bridge0".into(),
+                names: names(),
+            };
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let task = tokio::spawn(rkube_network::run(cfg, async move {
+                let _ = rx.await;
+            }));
+            // Let the first attempt fail (it runs before the task's first await).
+            tokio::task::yield_now().await;
+            assert!(!task.is_finished(), "run must retry the base, not return: {:?}", task.await);
+            assert!(routes_v4().iter().any(|r| r.1 == "10.42.0.0/16" && r.2 == "192.168.77.9"));
+            assert!(cmd("ip", &["route", "del", "10.42.0.0/16"]).0);
+            while !routes_v4().contains(&route("blackhole", "10.42.0.0/16", "", "")) {
+                assert!(!task.is_finished(), "run ended early: {:?}", task.await);
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            tx.send(()).unwrap();
+            task.await.unwrap().expect("run returns Ok when stopped");
+        });
+        cleanup(&names()).unwrap();
+        assert!(!routes_v4().iter().any(|r| r.4 == "107"), "{:?}", routes_v4());
+    });
+}
+
+/// `ip addr add <addr> dev <dev>` in the current thread's namespace.
+fn ns_addr(dev: &str, addr: &str) {
+    let (ok, _) = cmd("ip", &["addr", "add", addr, "dev", dev]);
+    assert!(ok, "ip addr add {addr} dev {dev}");
+}

@@ -6,7 +6,11 @@
 //! `sync_period`, otherwise only the Services that changed. Changes are
 //! coalesced: events that arrive while a sync runs go into the next one.
 //! After a sync, stale UDP conntrack entries are deleted with the
-//! `conntrack` CLI, as upstream.
+//! `conntrack` CLI, as upstream. When two Services map the same
+//! destination (an external or load-balancer IP and port equal to
+//! another's, or to a node address and another's nodePort), the oldest
+//! keeps it and the others are skipped for it with a warning
+//! ([`rules::Claims`]): no sync ever writes an element twice.
 //!
 //! Not implemented (upstream has them): IPv6 (`ip6`/`inet`), topology-aware
 //! hints, `loadBalancerSourceRanges` (the firewall chains), `ipMode`
@@ -104,6 +108,9 @@ pub struct Proxier {
     runner: Runner,
     model: Model,
     applied: BTreeMap<ServiceKey, ServiceRules>,
+    claims: rules::Claims,
+    /// (destination, winner, loser) → when last warned.
+    warned: std::collections::HashMap<rules::Conflict, Instant>,
     recreate: bool,
     last_full: Instant,
     sync_period: Duration,
@@ -118,6 +125,8 @@ impl Proxier {
             runner,
             model: Model::new(),
             applied: BTreeMap::new(),
+            claims: rules::Claims::default(),
+            warned: std::collections::HashMap::new(),
             recreate: true,
             last_full: Instant::now(),
             sync_period,
@@ -136,6 +145,27 @@ impl Proxier {
         self.recreate || self.model.has_dirty() || self.last_full.elapsed() >= self.sync_period
     }
 
+    /// Logs each conflict at warn, at most every 5 minutes per
+    /// (destination, winner, loser).
+    fn warn_conflicts(&mut self, conflicts: Vec<rules::Conflict>) {
+        let now = Instant::now();
+        let every = Duration::from_secs(300);
+        self.warned.retain(|_, t| now.duration_since(*t) < every);
+        for c in conflicts {
+            if self.warned.contains_key(&c) {
+                continue;
+            }
+            tracing::warn!(
+                component = "kube-proxy",
+                destination = %c.unit,
+                kept_by = %format!("{}/{}", c.winner.namespace, c.winner.name),
+                skipped = %format!("{}/{}", c.loser.namespace, c.loser.name),
+                "two Services claim the same destination; the older one keeps it and the other gets no rule for it until it frees (change the externalIPs, load-balancer port or nodePort of one of them)"
+            );
+            self.warned.insert(c, now);
+        }
+    }
+
     /// Computes and applies the rules: recreates the table on the first
     /// sync and after a failure, rewrites it every `sync_period`,
     /// otherwise writes only changed Services. On error the next sync
@@ -150,9 +180,17 @@ impl Proxier {
             SyncKind::Partial
         };
         let dirty = self.model.take_dirty();
-        let next: BTreeMap<ServiceKey, ServiceRules> = match kind {
+        let mut next: BTreeMap<ServiceKey, ServiceRules> = match kind {
             SyncKind::Partial => {
-                dirty.iter().map(|k| (k.clone(), rules::service_rules(&self.model, &self.params, k))).collect()
+                let mut next: BTreeMap<ServiceKey, ServiceRules> =
+                    dirty.iter().map(|k| (k.clone(), rules::service_rules(&self.model, &self.params, k))).collect();
+                // Services sharing a destination with these are resolved
+                // together (a freed destination goes to the next claimant).
+                for k in self.claims.related(&self.params, &next) {
+                    let r = rules::service_rules(&self.model, &self.params, &k);
+                    next.insert(k, r);
+                }
+                next
             }
             _ => self
                 .model
@@ -164,6 +202,9 @@ impl Proxier {
                 })
                 .collect(),
         };
+        let model = &self.model;
+        let conflicts = self.claims.resolve(&self.params, kind, &self.applied, &mut next, |k| model.priority(k));
+        self.warn_conflicts(conflicts);
         let (text, written) = rules::sync_text(&self.params, kind, &self.applied, &next);
         let bytes = text.len();
         if !text.is_empty() {
@@ -226,6 +267,23 @@ fn check_table_name(table: &str) -> Result<(), ProxyError> {
     }
 }
 
+/// Serves metrics on `addr` in a task; when `addr` cannot be bound
+/// (another kube-proxy, k3s, or a second agent on this host holds it),
+/// warns and returns None: proxying matters more than metrics.
+async fn start_metrics(
+    addr: Option<SocketAddr>,
+    metrics: Arc<metrics::Metrics>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let addr = addr?;
+    match metrics::serve(addr, metrics).await {
+        Ok(serve) => Some(tokio::spawn(serve)),
+        Err(e) => {
+            tracing::warn!(component = "kube-proxy", address = %addr, error = %e, "kube-proxy runs without metrics: cannot bind the metrics address (another kube-proxy or k3s on this host may hold it); pass --kube-proxy-metrics-bind-address with a free address, or port 0 to disable metrics");
+            None
+        }
+    }
+}
+
 enum Msg {
     Svc(Box<Event<Service>>),
     Slice(Box<Event<EndpointSlice>>),
@@ -233,7 +291,8 @@ enum Msg {
 
 /// Runs kube-proxy until `stop` completes: watches Services and
 /// EndpointSlices (all namespaces), programs `config.table`, and serves
-/// metrics when asked. Syncs wait until both informers have listed once
+/// metrics when asked (when `metrics_addr` cannot be bound it warns and
+/// runs without metrics). Syncs wait until both informers have listed once
 /// (upstream waits for caches to sync). Failed syncs are retried with
 /// backoff (1 s doubling to 30 s) and logged at warn; watch errors are
 /// retried by kube-runtime's default backoff. The table is left in place
@@ -257,10 +316,7 @@ pub async fn run(config: ProxyConfig, stop: impl std::future::Future<Output = ()
     };
     let mut proxier = Proxier::new(params, Runner::default(), config.sync_period);
     let metrics = proxier.metrics.clone();
-    let metrics_task = match config.metrics_addr {
-        Some(addr) => Some(tokio::spawn(metrics::serve(addr, metrics.clone()).await?)),
-        None => None,
-    };
+    let metrics_task = start_metrics(config.metrics_addr, metrics).await;
     let (tx, rx) = mpsc::channel::<Msg>();
     let min = config.min_sync_period;
     let sync_thread = std::thread::Builder::new()
@@ -481,6 +537,21 @@ mod tests {
         assert_eq!(p.model.take_dirty(), [ServiceKey::new("default", "b")].into());
         handle(&mut p, Msg::Svc(Box::new(Event::Delete(svc("a", "10.43.0.1")))), &mut sl, &mut el);
         assert_eq!(p.model.service_count(), 0);
+    }
+
+    #[test]
+    fn a_taken_metrics_address_is_not_fatal() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = taken.local_addr().unwrap();
+            let m = Arc::new(metrics::Metrics::default());
+            assert!(start_metrics(Some(addr), m.clone()).await.is_none());
+            assert!(start_metrics(None, m.clone()).await.is_none());
+            drop(taken);
+            let task = start_metrics(Some(addr), m).await.expect("a free address is served");
+            task.abort();
+        });
     }
 
     #[test]

@@ -96,6 +96,10 @@ pub struct ServiceInfo {
     pub internal_local: bool,
     /// `sessionAffinity: ClientIP`: its `timeoutSeconds` (default 10800).
     pub affinity_timeout: Option<u32>,
+    /// `metadata.creationTimestamp` in Unix seconds (None when unset):
+    /// when two Services claim the same destination, the oldest keeps it
+    /// (see [`crate::rules::Claims`]).
+    pub created: Option<i64>,
 }
 
 impl ServiceInfo {
@@ -159,6 +163,7 @@ impl ServiceInfo {
                 && spec.external_traffic_policy.as_deref() == Some("Local"),
             internal_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
             affinity_timeout,
+            created: svc.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()),
         })
     }
 }
@@ -385,6 +390,12 @@ impl Model {
     /// One Service.
     pub fn service(&self, key: &ServiceKey) -> Option<&ServiceInfo> {
         self.services.get(key)
+    }
+
+    /// The order in which Services claim destinations: oldest
+    /// `creationTimestamp` first (unset ones last), then namespace/name.
+    pub fn priority(&self, key: &ServiceKey) -> (i64, ServiceKey) {
+        (self.services.get(key).and_then(|i| i.created).unwrap_or(i64::MAX), key.clone())
     }
 
     /// Number of Services with rules.

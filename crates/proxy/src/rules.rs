@@ -470,6 +470,9 @@ pub struct Transaction {
     dispatch: BTreeSet<usize>,
     del_elements: BTreeMap<&'static str, Vec<String>>,
     add_elements: BTreeMap<&'static str, Vec<String>>,
+    /// Keys in `add_elements`: a key is never added twice (nft would
+    /// reject the whole transaction); the first Service written keeps it.
+    added: HashSet<(&'static str, String)>,
     flush_removed: String,
     delete_removed: String,
     /// Number of Services written.
@@ -520,6 +523,10 @@ impl Transaction {
         }
         for ((map, k), v) in &new.elements {
             if force || old.elements.get(&(*map, k.clone())) != Some(v) {
+                if !self.added.insert((*map, k.clone())) {
+                    tracing::debug!(component = "kube-proxy", map = *map, key = %k, "element already written in this sync; skipped");
+                    continue;
+                }
                 let e = if v.is_empty() { k.clone() } else { format!("{k} : {v}") };
                 self.add_elements.entry(map).or_default().push(e);
             }
@@ -688,6 +695,139 @@ pub fn sync_text(
     (tx.render(t, &prefix), n)
 }
 
+/// Two Services mapping the same destination: `loser`'s element for
+/// `unit` was left out because `winner` holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Conflict {
+    /// The destination, e.g. `192.0.2.10 . tcp . 80` (address . protocol
+    /// . port), `nodeport tcp . 30080` or `cluster-ip 10.43.0.5`.
+    pub unit: String,
+    /// The Service that keeps it (older, or already holding it).
+    pub winner: ServiceKey,
+    /// The Service skipped for it.
+    pub loser: ServiceKey,
+}
+
+/// The destinations an element of `map` with `key` claims: (required,
+/// optional). The element is written only when no other Service holds a
+/// required one; optional ones are claimed when free. A nodePort claims
+/// its `node address . proto . nodePort` destinations optionally, so an
+/// external IP equal to a node address and port yields to an older
+/// nodePort (and the nodePort's slots yield on that address to an older
+/// external IP), while the nodePort itself stays served elsewhere.
+fn units(map: &str, key: &str, node_ips: &[Ipv4Addr]) -> (Vec<String>, Vec<String>) {
+    let parts: Vec<&str> = key.split(" . ").collect();
+    match map {
+        SERVICE_IPS | NO_ENDPOINT_SERVICES => (vec![key.to_string()], vec![]),
+        SERVICE_NODEPORTS | NO_ENDPOINT_NODEPORTS => {
+            (vec![format!("nodeport {key}")], node_ips.iter().map(|ip| format!("{ip} . {key}")).collect())
+        }
+        CLUSTER_IPS => (vec![format!("cluster-ip {key}")], vec![]),
+        _ => match (PROTOCOLS.iter().find(|p| endpoint_slots(**p) == map), parts.as_slice()) {
+            (Some(p), [ip, port, _slot]) => (vec![format!("{ip} . {} . {port}", p.nft())], vec![]),
+            _ => (vec![format!("{map} {key}")], vec![]),
+        },
+    }
+}
+
+/// Who holds which destination in the live table, so that no sync writes
+/// a map element twice (nft rejects the whole transaction with "File
+/// exists"). Upstream kube-proxy lets the first writer win implicitly;
+/// here the oldest Service (creationTimestamp, then namespace/name, see
+/// [`Model::priority`]) keeps a destination, later claimants are left
+/// out for it until it frees.
+#[derive(Clone, Debug, Default)]
+pub struct Claims {
+    owner: std::collections::HashMap<String, ServiceKey>,
+    /// Services that won or lost a conflict in the last sync touching
+    /// them: a partial sync always re-resolves them.
+    contested: BTreeSet<ServiceKey>,
+}
+
+impl Claims {
+    /// Services a partial sync of `next` must recompute too: those in a
+    /// conflict, and the holders of destinations `next` wants.
+    pub fn related(&self, params: &Params, next: &BTreeMap<ServiceKey, ServiceRules>) -> BTreeSet<ServiceKey> {
+        let mut out: BTreeSet<ServiceKey> = self.contested.clone();
+        for r in next.values() {
+            for (map, key) in r.elements.keys() {
+                let (req, opt) = units(map, key, &params.node_ips);
+                for u in req.iter().chain(&opt) {
+                    if let Some(o) = self.owner.get(u) {
+                        out.insert(o.clone());
+                    }
+                }
+            }
+        }
+        out.retain(|k| !next.contains_key(k));
+        out
+    }
+
+    /// Removes from `next` every element whose destination another
+    /// Service holds, processing `next` by `priority` (oldest first), and
+    /// records the new holders. For [`SyncKind::Partial`], destinations of
+    /// Services outside `next` (as in `applied`) stay held; full syncs
+    /// start over. Returns the conflicts found.
+    pub fn resolve<P: Ord>(
+        &mut self,
+        params: &Params,
+        kind: SyncKind,
+        applied: &BTreeMap<ServiceKey, ServiceRules>,
+        next: &mut BTreeMap<ServiceKey, ServiceRules>,
+        priority: impl Fn(&ServiceKey) -> P,
+    ) -> Vec<Conflict> {
+        if kind == SyncKind::Partial {
+            for k in next.keys() {
+                for (map, key) in applied.get(k).map(|r| r.elements.keys()).into_iter().flatten() {
+                    let (req, opt) = units(map, key, &params.node_ips);
+                    for u in req.iter().chain(&opt) {
+                        if self.owner.get(u) == Some(k) {
+                            self.owner.remove(u);
+                        }
+                    }
+                }
+                self.contested.remove(k);
+            }
+        } else {
+            self.owner.clear();
+            self.contested.clear();
+        }
+        let mut order: Vec<ServiceKey> = next.keys().cloned().collect();
+        order.sort_by_cached_key(|k| priority(k));
+        let mut conflicts = Vec::new();
+        for k in order {
+            let r = next.get_mut(&k).expect("key from next");
+            let mut skip = Vec::new();
+            for (map, key) in r.elements.keys() {
+                let (req, opt) = units(map, key, &params.node_ips);
+                if let Some((u, holder)) =
+                    req.iter().find_map(|u| self.owner.get(u).filter(|o| **o != k).map(|o| (u, o)))
+                {
+                    conflicts.push(Conflict { unit: u.clone(), winner: holder.clone(), loser: k.clone() });
+                    skip.push((*map, key.clone()));
+                    continue;
+                }
+                for u in req {
+                    self.owner.insert(u, k.clone());
+                }
+                for u in opt {
+                    self.owner.entry(u).or_insert_with(|| k.clone());
+                }
+            }
+            for e in skip {
+                r.elements.remove(&e);
+            }
+        }
+        conflicts.sort_by(|a, b| (&a.loser, &a.unit).cmp(&(&b.loser, &b.unit)));
+        conflicts.dedup_by(|a, b| a.loser == b.loser && a.winner == b.winner && a.unit == b.unit);
+        for c in &conflicts {
+            self.contested.insert(c.winner.clone());
+            self.contested.insert(c.loser.clone());
+        }
+        conflicts
+    }
+}
+
 /// `conntrack` argument lists that delete stale UDP entries after `old`
 /// became `new` (upstream's `deleteStaleServiceConntrackEntries` /
 /// `deleteStaleEndpointConntrackEntries`): flows DNATed to an endpoint
@@ -828,6 +968,203 @@ mod tests {
 
     fn slot<'a>(r: &'a ServiceRules, k: &str) -> Option<&'a str> {
         el(r, ENDPOINT_SLOTS_TCP, k)
+    }
+
+    /// Service `name` (cluster IP `cip`, TCP port `port`, optional
+    /// nodePort, external IPs) created at `created`, with one ready
+    /// endpoint `ep`:8080.
+    fn add_svc(
+        m: &mut Model,
+        name: &str,
+        cip: &str,
+        port: u16,
+        node_port: Option<u16>,
+        ext: &[&str],
+        created: i64,
+        ep: &str,
+    ) -> ServiceKey {
+        let k = ServiceKey::new("default", name);
+        m.set_service(
+            k.clone(),
+            ServiceInfo {
+                cluster_ip: Some(cip.parse().unwrap()),
+                external_ips: ext.iter().map(|s| s.parse().unwrap()).collect(),
+                ports: vec![ServicePort { name: "http".into(), protocol: Protocol::Tcp, port, node_port }],
+                created: Some(created),
+                ..Default::default()
+            },
+        );
+        let mut s = eps(&[(ep, true, true, false, "n1")]);
+        s.service = k.clone();
+        m.set_slice("default".into(), format!("{name}-1"), s);
+        k
+    }
+
+    /// What `Proxier::sync` does without applying: rules for `keys` (all
+    /// Services for a full sync) plus related ones, resolved, as text.
+    fn claimed_sync(
+        m: &mut Model,
+        claims: &mut Claims,
+        kind: SyncKind,
+        applied: &mut BTreeMap<ServiceKey, ServiceRules>,
+    ) -> (String, Vec<Conflict>) {
+        let p = params();
+        let keys: Vec<ServiceKey> =
+            if kind == SyncKind::Partial { m.take_dirty().into_iter().collect() } else { m.service_keys() };
+        m.take_dirty();
+        let mut next: BTreeMap<_, _> = keys.iter().map(|k| (k.clone(), service_rules(m, &p, k))).collect();
+        if kind == SyncKind::Partial {
+            for k in claims.related(&p, &next) {
+                let r = service_rules(m, &p, &k);
+                next.insert(k, r);
+            }
+        }
+        let conflicts = claims.resolve(&p, kind, applied, &mut next, |k| m.priority(k));
+        let (text, _) = sync_text(&p, kind, applied, &next);
+        if kind == SyncKind::Partial {
+            for (k, r) in next {
+                if r == ServiceRules::default() {
+                    applied.remove(&k);
+                } else {
+                    applied.insert(k, r);
+                }
+            }
+        } else {
+            *applied = next.into_iter().filter(|(_, r)| *r != ServiceRules::default()).collect();
+        }
+        (text, conflicts)
+    }
+
+    /// Every key added to `map` in `text`, counted.
+    fn added_keys(text: &str, map: &str) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        let prefix = format!("add element ip rkt-unit {map} {{ ");
+        for l in text.lines().filter_map(|l| l.strip_prefix(&prefix)) {
+            for e in l.trim_end_matches(" }").split(", ") {
+                *out.entry(e.split(" : ").next().unwrap().to_string()).or_insert(0) += 1;
+            }
+        }
+        out
+    }
+
+    fn no_duplicates(text: &str) {
+        for map in [SERVICE_IPS, SERVICE_NODEPORTS, NO_ENDPOINT_SERVICES, ENDPOINT_SLOTS_TCP, CLUSTER_IPS] {
+            for (k, n) in added_keys(text, map) {
+                assert_eq!(n, 1, "{map} {k} added {n} times:\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn two_load_balancers_on_one_port_the_older_keeps_it() {
+        // ServiceLB gives both every node address as ingress.
+        let mut m = Model::new();
+        let old = add_svc(&mut m, "b-old", "10.43.0.6", 80, Some(30081), &["192.0.2.10"], 100, "10.42.0.6");
+        let new = add_svc(&mut m, "a-new", "10.43.0.5", 80, Some(30080), &["192.0.2.10"], 200, "10.42.0.5");
+        let (mut claims, mut applied) = (Claims::default(), BTreeMap::new());
+        let (text, conflicts) = claimed_sync(&mut m, &mut claims, SyncKind::Recreate, &mut applied);
+        no_duplicates(&text);
+        assert!(conflicts.iter().all(|c| c.winner == old && c.loser == new), "{conflicts:?}");
+        assert!(conflicts.iter().any(|c| c.unit == "192.0.2.10 . tcp . 80"));
+        assert_eq!(el(&applied[&old], SERVICE_IPS, "192.0.2.10 . tcp . 80"), Some("goto masq-dnat-1"));
+        assert_eq!(slot(&applied[&old], "192.0.2.10 . 80 . 0"), Some("10.42.0.6 . 8080"));
+        assert!(el(&applied[&new], SERVICE_IPS, "192.0.2.10 . tcp . 80").is_none());
+        assert!(slot(&applied[&new], "192.0.2.10 . 80 . 0").is_none());
+        // The younger one keeps its cluster IP and nodePort.
+        assert_eq!(el(&applied[&new], SERVICE_IPS, "10.43.0.5 . tcp . 80"), Some("goto dnat-1"));
+        assert_eq!(el(&applied[&new], SERVICE_NODEPORTS, "tcp . 30080"), Some("goto masq-dnat-1"));
+        nft_check(&text);
+        // A periodic resync resolves the same way.
+        let (resync, _) = claimed_sync(&mut m, &mut claims, SyncKind::Resync, &mut applied);
+        no_duplicates(&resync);
+        nft_check(&format!("{text}{resync}"));
+        // A third, younger claimant in a partial sync: the live holder
+        // keeps the destination, nothing is added for it.
+        let third = add_svc(&mut m, "c", "10.43.0.7", 80, Some(30082), &["192.0.2.10"], 300, "10.42.0.7");
+        let (t3, c3) = claimed_sync(&mut m, &mut claims, SyncKind::Partial, &mut applied);
+        assert!(!added_keys(&t3, SERVICE_IPS).contains_key("192.0.2.10 . tcp . 80"), "{t3}");
+        assert!(!added_keys(&t3, ENDPOINT_SLOTS_TCP).contains_key("192.0.2.10 . 80 . 0"), "{t3}");
+        assert!(c3.iter().any(|c| c.winner == old && c.loser == third));
+        nft_check(&format!("{text}{resync}{t3}"));
+        // The holder goes: the next oldest claimant gets the destination
+        // in the same partial sync.
+        m.remove_service(&old);
+        let (t4, c4) = claimed_sync(&mut m, &mut claims, SyncKind::Partial, &mut applied);
+        let has = |t: &str, l: &str| t.lines().any(|x| x == l);
+        assert!(
+            has(&t4, "delete element ip rkt-unit service-ips { 10.43.0.6 . tcp . 80, 192.0.2.10 . tcp . 80 }"),
+            "{t4}"
+        );
+        assert_eq!(added_keys(&t4, SERVICE_IPS).get("192.0.2.10 . tcp . 80"), Some(&1), "{t4}");
+        assert_eq!(el(&applied[&new], SERVICE_IPS, "192.0.2.10 . tcp . 80"), Some("goto masq-dnat-1"));
+        assert!(el(&applied[&third], SERVICE_IPS, "192.0.2.10 . tcp . 80").is_none());
+        assert!(c4.iter().all(|c| c.winner == new && c.loser == third), "{c4:?}");
+        nft_check(&format!("{text}{resync}{t3}{t4}"));
+    }
+
+    #[test]
+    fn an_external_ip_equal_to_another_cluster_ip_yields_to_the_older() {
+        let mut m = Model::new();
+        let web = add_svc(&mut m, "web", "10.43.0.5", 80, None, &[], 100, "10.42.0.5");
+        let ext = add_svc(&mut m, "ext", "10.43.0.6", 80, None, &["10.43.0.5"], 200, "10.42.0.6");
+        let (mut claims, mut applied) = (Claims::default(), BTreeMap::new());
+        let (text, conflicts) = claimed_sync(&mut m, &mut claims, SyncKind::Recreate, &mut applied);
+        no_duplicates(&text);
+        assert_eq!(
+            conflicts,
+            vec![Conflict { unit: "10.43.0.5 . tcp . 80".into(), winner: web.clone(), loser: ext.clone() }]
+        );
+        assert_eq!(slot(&applied[&web], "10.43.0.5 . 80 . 0"), Some("10.42.0.5 . 8080"));
+        nft_check(&text);
+        // Reversed ages: the external IP's Service is older and keeps it.
+        let mut m = Model::new();
+        let web = add_svc(&mut m, "web", "10.43.0.5", 80, None, &[], 300, "10.42.0.5");
+        let ext = add_svc(&mut m, "ext", "10.43.0.6", 80, None, &["10.43.0.5"], 200, "10.42.0.6");
+        let (mut claims, mut applied) = (Claims::default(), BTreeMap::new());
+        let (text, conflicts) = claimed_sync(&mut m, &mut claims, SyncKind::Recreate, &mut applied);
+        no_duplicates(&text);
+        assert!(conflicts.iter().all(|c| c.winner == ext && c.loser == web), "{conflicts:?}");
+        assert_eq!(slot(&applied[&ext], "10.43.0.5 . 80 . 0"), Some("10.42.0.6 . 8080"));
+        nft_check(&text);
+    }
+
+    #[test]
+    fn an_external_ip_and_port_equal_to_a_node_port_yields_to_the_older() {
+        // ext's externalIP:port is the node address with web's nodePort.
+        let mut m = Model::new();
+        let web = add_svc(&mut m, "web", "10.43.0.5", 80, Some(30080), &[], 100, "10.42.0.5");
+        let ext = add_svc(&mut m, "ext", "10.43.0.6", 30080, None, &["192.0.2.10"], 200, "10.42.0.6");
+        let (mut claims, mut applied) = (Claims::default(), BTreeMap::new());
+        let (text, conflicts) = claimed_sync(&mut m, &mut claims, SyncKind::Recreate, &mut applied);
+        no_duplicates(&text);
+        assert!(conflicts.iter().all(|c| c.winner == web && c.loser == ext), "{conflicts:?}");
+        assert!(!conflicts.is_empty());
+        assert!(el(&applied[&ext], SERVICE_IPS, "192.0.2.10 . tcp . 30080").is_none());
+        assert_eq!(slot(&applied[&web], "192.0.2.10 . 30080 . 0"), Some("10.42.0.5 . 8080"));
+        nft_check(&text);
+        // Older external IP: it keeps the address; the nodePort stays
+        // (served on the node's other addresses) without that slot.
+        let mut m = Model::new();
+        let web = add_svc(&mut m, "web", "10.43.0.5", 80, Some(30080), &[], 300, "10.42.0.5");
+        let ext = add_svc(&mut m, "ext", "10.43.0.6", 30080, None, &["192.0.2.10"], 200, "10.42.0.6");
+        let (mut claims, mut applied) = (Claims::default(), BTreeMap::new());
+        let (text, conflicts) = claimed_sync(&mut m, &mut claims, SyncKind::Recreate, &mut applied);
+        no_duplicates(&text);
+        assert!(conflicts.iter().all(|c| c.winner == ext && c.loser == web), "{conflicts:?}");
+        assert_eq!(el(&applied[&ext], SERVICE_IPS, "192.0.2.10 . tcp . 30080"), Some("goto masq-dnat-1"));
+        assert_eq!(slot(&applied[&ext], "192.0.2.10 . 30080 . 0"), Some("10.42.0.6 . 8080"));
+        assert_eq!(el(&applied[&web], SERVICE_NODEPORTS, "tcp . 30080"), Some("goto masq-dnat-1"));
+        nft_check(&text);
+    }
+
+    #[test]
+    fn unresolved_input_still_never_adds_a_key_twice() {
+        let mut m = Model::new();
+        add_svc(&mut m, "a", "10.43.0.5", 80, None, &["198.51.100.1"], 1, "10.42.0.5");
+        add_svc(&mut m, "b", "10.43.0.6", 80, None, &["198.51.100.1"], 2, "10.42.0.6");
+        let (_, text) = full(&m);
+        no_duplicates(&text);
+        nft_check(&text);
     }
 
     #[test]

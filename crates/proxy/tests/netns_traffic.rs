@@ -1,8 +1,9 @@
 //! Real traffic through the rules, in network namespaces this test creates
 //! (`rkt-proxy-<pid>-{n,e,c}`: a "node", an "endpoints" host with two pod
 //! addresses, and a "client" outside the cluster), all removed on drop.
-//! Needs root (CAP_NET_ADMIN), `ip`, `nft` and `/bin/busybox`; skips with
-//! a message otherwise.
+//! Needs root (CAP_NET_ADMIN), `ip`, `nft`, `conntrack` and `/bin/busybox`
+//! (scripts/test.sh installs them); fails, saying what is missing,
+//! otherwise.
 
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
@@ -55,10 +56,11 @@ impl Drop for Lab {
     }
 }
 
-fn lab() -> Option<Lab> {
-    if !std::path::Path::new("/bin/busybox").exists() || sh(None, &["nft", "--version"]).status.code() != Some(0) {
-        eprintln!("skipping: needs /bin/busybox and nft");
-        return None;
+fn lab() -> Lab {
+    assert!(std::path::Path::new("/bin/busybox").exists(), "needs /bin/busybox (apt-get install busybox-static)");
+    for tool in ["nft", "conntrack"] {
+        let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+        assert!(found, "needs {tool} in PATH (apt-get install nftables conntrack)");
     }
     let pid = std::process::id();
     let base = format!("rkt-proxy-{pid}");
@@ -70,10 +72,11 @@ fn lab() -> Option<Lab> {
         dir: std::env::temp_dir().join(&base),
     };
     let o = sh(None, &["ip", "netns", "add", &lab.node]);
-    if !o.status.success() {
-        eprintln!("skipping: cannot create a netns: {}", String::from_utf8_lossy(&o.stderr));
-        return None;
-    }
+    assert!(
+        o.status.success(),
+        "cannot create a netns (run as root / with CAP_NET_ADMIN and CAP_SYS_ADMIN): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     ok(None, &["ip", "netns", "add", &lab.ep]);
     ok(None, &["ip", "netns", "add", &lab.client]);
     let (n, e, c) = (Some(lab.node.as_str()), Some(lab.ep.as_str()), Some(lab.client.as_str()));
@@ -117,7 +120,7 @@ fn lab() -> Option<Lab> {
             ok(ns, &cmd);
         }
     }
-    Some(lab)
+    lab
 }
 
 impl Lab {
@@ -191,7 +194,7 @@ fn slice_on(svc: &str, eps: &[(&str, &str)]) -> SliceInfo {
 
 #[test]
 fn cluster_ip_node_port_and_reject_carry_real_traffic() {
-    let Some(mut lab) = lab() else { return };
+    let mut lab = lab();
     lab.serve("10.99.1.2", "A");
     lab.serve("10.99.1.3", "B");
     let params = Params {
@@ -239,12 +242,9 @@ fn cluster_ip_node_port_and_reject_carry_real_traffic() {
     // conntrack entry for the datagram expects the reply from it.
     ok(Some(&lab.client), &["bash", "-c", "echo hi > /dev/udp/10.43.0.10/53"]);
     let ct = sh(Some(&lab.node), &["conntrack", "-L", "-p", "udp", "--orig-dst", "10.43.0.10"]);
-    if ct.status.success() {
-        let ct = String::from_utf8_lossy(&ct.stdout);
-        assert!(ct.contains("src=10.99.1.3 ") && ct.contains("sport=5353 "), "UDP not DNATed: {ct}");
-    } else {
-        eprintln!("skipping the UDP check: conntrack -L failed: {}", String::from_utf8_lossy(&ct.stderr));
-    }
+    assert!(ct.status.success(), "conntrack -L failed: {}", String::from_utf8_lossy(&ct.stderr));
+    let ct = String::from_utf8_lossy(&ct.stdout);
+    assert!(ct.contains("src=10.99.1.3 ") && ct.contains("sport=5353 "), "UDP not DNATed: {ct}");
 
     // Hairpin: the endpoint reaches itself through the cluster IP (the
     // reply only comes back because the node masquerades it).
@@ -301,6 +301,23 @@ fn cluster_ip_node_port_and_reject_carry_real_traffic() {
     proxier.model_mut().set_slice("default".into(), "empty-1".into(), slice("empty", &["10.99.1.3"]));
     proxier.sync().expect("partial sync");
     assert_eq!(lab.get(&lab.client, "10.43.0.6:80").unwrap(), "B");
+    // A younger Service whose external IP is local's cluster IP: the
+    // sync succeeds (no duplicate element), local keeps the address.
+    let mut dup = web(None);
+    dup.cluster_ip = Some("10.43.0.11".parse().unwrap());
+    dup.external_ips = vec!["10.43.0.9".parse().unwrap()];
+    proxier.model_mut().set_service(ServiceKey::new("default", "zz-dup"), dup);
+    proxier.model_mut().set_slice("default".into(), "zz-dup-1".into(), slice("zz-dup", &["10.99.1.3"]));
+    let stats = proxier.sync().expect("sync with a conflicting external IP");
+    assert_eq!(stats.kind, rkube_proxy::SyncKind::Partial);
+    let mut seen = BTreeSet::new();
+    for _ in 0..30 {
+        seen.insert(lab.get(&lab.client, "10.43.0.9:80").expect("local's cluster IP"));
+    }
+    assert_eq!(seen, ["A".to_string(), "B".to_string()].into(), "zz-dup (only B) took local's address");
+    assert_eq!(lab.get(&lab.client, "10.43.0.11:80").unwrap(), "B");
+    proxier.model_mut().remove_service(&ServiceKey::new("default", "zz-dup"));
+    proxier.sync().expect("partial sync");
     // A periodic resync rewrites the live table in place.
     let model = proxier.model_mut().clone();
     let params = rkube_proxy::Params {
@@ -318,13 +335,33 @@ fn cluster_ip_node_port_and_reject_carry_real_traffic() {
     Runner { netns: Some(lab.node.clone()) }.nft_apply(&text).expect("resync in place");
     assert_eq!(lab.get(&lab.client, "10.43.0.6:80").unwrap(), "B");
     assert_eq!(lab.get(&lab.ep, "10.43.0.7:80").expect("hairpin after the resync"), "A");
-    // The Service is deleted: its address is no longer served.
+    // The Services are deleted: web's address and nodePort are no longer
+    // served, and sticky's own chains (it has affinity chains) go.
+    let listing = || {
+        let o = sh(Some(&lab.node), &["nft", "list", "table", "ip", "rkt-proxy-test"]);
+        assert!(o.status.success(), "nft list: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    // Addresses and ports as whole words of the listing.
+    let words = |l: &str| -> BTreeSet<String> {
+        l.split(|c: char| !(c.is_ascii_digit() || c == '.')).map(|w| w.trim_matches('.').to_string()).collect()
+    };
+    let before = listing();
+    assert!(words(&before).contains("10.43.0.5") && words(&before).contains("30080"), "{before}");
+    assert!(before.contains("default/sticky/"), "sticky's chains are missing:\n{before}");
     proxier.model_mut().remove_service(&ServiceKey::new("default", "web"));
+    proxier.model_mut().remove_service(&ServiceKey::new("default", "sticky"));
     proxier.sync().expect("partial sync");
     assert!(lab.get(&lab.client, "10.43.0.5:80").is_err());
-    let listing = sh(Some(&lab.node), &["nft", "list", "table", "ip", "rkt-proxy-test"]);
-    let listing = String::from_utf8_lossy(&listing.stdout);
-    assert!(!listing.contains("default/web/"), "web's chains remain:\n{listing}");
+    assert!(lab.get(&lab.client, "10.99.2.1:30080").is_err());
+    let after = listing();
+    assert!(!words(&after).contains("10.43.0.5"), "web's elements remain:\n{after}");
+    assert!(!words(&after).contains("30080"), "web's nodePort remains:\n{after}");
+    assert!(!words(&after).contains("10.43.0.8"), "sticky's elements remain:\n{after}");
+    assert!(!after.contains("default/sticky/"), "sticky's chains remain:\n{after}");
+    // The other Services are untouched.
+    assert!(words(&after).contains("10.43.0.6") && words(&after).contains("30090"), "{after}");
+    assert_eq!(lab.get(&lab.client, "10.43.0.6:80").unwrap(), "B");
     // Deleting the table is idempotent and leaves nothing behind.
     let runner = Runner { netns: Some(lab.node.clone()) };
     runner.delete_table("rkt-proxy-test").unwrap();

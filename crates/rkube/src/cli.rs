@@ -50,6 +50,11 @@ pub enum Command {
     /// Put container images on this node without a registry.
     #[command(subcommand)]
     Images(ImagesCommand),
+
+    /// Remove everything a stopped server's or agent's node left running on
+    /// this host: containerd and its containers, pod mounts, bridge and
+    /// logs, the node network's routes, device and nft tables.
+    Killall(crate::killall::KillallArgs),
 }
 
 /// `rkube images …`.

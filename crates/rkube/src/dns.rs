@@ -24,7 +24,6 @@ pub struct Setup {
     endpoint: ApiEndpoint,
     cert_pem: String,
     key_pem: String,
-    admin: rkube_pki::CertAndKey,
     listen: SocketAddr,
     cluster_domain: String,
     service_ip: IpAddr,
@@ -49,7 +48,6 @@ pub fn dns_config(
         endpoint: ApiEndpoint { url: local_url.to_string(), ca_pem: pki.ca.cert_pem.clone() },
         cert_pem: cert.cert_pem,
         key_pem: cert.key_pem,
-        admin: pki.admin.clone(),
         listen: SocketAddr::new(advertise_address, args.cluster_dns_port),
         cluster_domain: args.cluster_domain.clone(),
         service_ip: args.cluster_dns.unwrap_or_else(|| crate::cli::default_cluster_dns(&args.service_cidr)),
@@ -64,8 +62,8 @@ pub struct Handle {
     task: tokio::task::JoinHandle<()>,
 }
 
-/// Starts the DNS server once `/readyz` passes (after applying its RBAC
-/// with the admin credential).
+/// Starts the DNS server once `/readyz` passes (its RBAC comes from
+/// [`crate::policy`]).
 pub fn spawn(setup: Setup, health: Health) -> Handle {
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -75,37 +73,6 @@ pub fn spawn(setup: Setup, health: Health) -> Handle {
         tokio::pin!(stopped);
         if !crate::ready::wait_until_ready(&health, &mut stopped).await {
             return;
-        }
-        let admin = match rkube_client::client::with_certificate(
-            &setup.endpoint,
-            &setup.admin.cert_pem,
-            &setup.admin.key_pem,
-        ) {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::error!(component = COMPONENT, "cannot build the admin client: {e}");
-                return;
-            }
-        };
-        // The roles the DNS server and NetworkPolicy enforcement need (rkube's own, not upstream's bootstrap policy).
-        loop {
-            let applied = async {
-                rkube_dns::ensure_rbac(&admin).await?;
-                rkube_netpol::ensure_rbac(&admin).await
-            };
-            match applied.await {
-                Ok(()) => break,
-                Err(e) => {
-                    tracing::warn!(
-                        component = COMPONENT,
-                        "cannot apply the cluster DNS and NetworkPolicy RBAC (retrying in 2s): {e}"
-                    );
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-                        _ = &mut stopped => return,
-                    }
-                }
-            }
         }
         let client = match rkube_client::client::with_certificate(&setup.endpoint, &setup.cert_pem, &setup.key_pem) {
             Ok(c) => c,

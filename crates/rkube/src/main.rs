@@ -15,8 +15,10 @@ mod cli;
 mod controllers;
 mod dns;
 mod images;
+mod killall;
 mod net;
 mod networking;
+mod policy;
 mod ready;
 mod scheduler;
 mod server;
@@ -73,6 +75,13 @@ fn main() -> ExitCode {
             }
         }
         Command::Images(cmd) => images::run(cmd),
+        Command::Killall(args) => match killall::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Token(cli::TokenCommand::Create(args)) => {
             let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(rt) => rt,

@@ -115,6 +115,7 @@ pub struct Setup {
 pub fn prepare(setup: &Setup) -> anyhow::Result<()> {
     rkube_network::prepare_host().map_err(|e| anyhow!("the node's network prerequisites are not met: {e}"))?;
     let record = HostRecord {
+        node_name: setup.node_name.clone(),
         names: host_names(&setup.data_dir, &setup.cluster_cidr, &setup.service_cidr),
         proxy_table: proxy_table(&setup.data_dir),
         netpol_table: netpol_table(&setup.data_dir),
@@ -125,6 +126,7 @@ pub fn prepare(setup: &Setup) -> anyhow::Result<()> {
 /// What `<data-dir>/agent/network.json` records.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct HostRecord {
+    node_name: String,
     names: rkube_network::HostNames,
     proxy_table: String,
     netpol_table: String,
@@ -143,6 +145,40 @@ impl HostRecord {
         let text = serde_json::to_string_pretty(self).expect("the record serializes");
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     }
+}
+
+/// The node name recorded under the data dir, if any.
+pub fn recorded_node_name(data_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(HostRecord::path(data_dir)).ok()?;
+    serde_json::from_str::<HostRecord>(&text).ok().map(|r| r.node_name)
+}
+
+/// Removes the tables, routes and device recorded in
+/// `<data-dir>/agent/network.json` (nothing when there is no record: the
+/// node never ran its network). Every step is tried; the first error is
+/// returned.
+pub fn teardown(data_dir: &Path) -> anyhow::Result<()> {
+    let path = HostRecord::path(data_dir);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(anyhow!("cannot read {}: {e}", path.display())),
+    };
+    let record: HostRecord =
+        serde_json::from_str(&text).with_context(|| format!("{} is not a network record", path.display()))?;
+    let results = [
+        rkube_proxy::cleanup(&record.proxy_table).map_err(|e| anyhow!("kube-proxy table {}: {e}", record.proxy_table)),
+        rkube_netpol::cleanup(&record.netpol_table)
+            .map_err(|e| anyhow!("NetworkPolicy table {}: {e}", record.netpol_table)),
+        rkube_network::cleanup(&record.names).map_err(|e| anyhow!("node network: {e}")),
+    ];
+    tracing::info!(
+        component = "rkube-killall",
+        tables = ?[&record.proxy_table, &record.netpol_table, &record.names.table],
+        device = %record.names.service_device,
+        "removed the node network"
+    );
+    results.into_iter().collect::<anyhow::Result<Vec<()>>>().map(|_| ())
 }
 
 /// Running (or waiting) network components.

@@ -58,6 +58,8 @@ struct Running {
     agent: Option<rkube_kubelet::agent::AgentConfig>,
     network: Option<crate::networking::Setup>,
     dns: Option<crate::dns::Setup>,
+    /// The local API and the admin credential, for rkube's own RBAC objects.
+    admin: (rkube_client::client::ApiEndpoint, rkube_pki::CertAndKey),
 }
 
 /// Runs the server until SIGTERM or SIGINT. A second signal during
@@ -71,7 +73,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let Running { server, store, compactor, kubeconfig, controller_manager, scheduler, agent, network, dns } = running;
+    let Running { server, store, compactor, kubeconfig, controller_manager, scheduler, agent, network, dns, admin } = running;
 
     let controller_manager = controller_manager.map(|config| crate::controllers::spawn(config, server.health()));
     let scheduler = scheduler.map(|setup| crate::scheduler::spawn(setup, server.health()));
@@ -88,6 +90,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         })
     });
     let dns = dns.map(|setup| crate::dns::spawn(setup, server.health()));
+    let policy = crate::policy::spawn(admin.0, admin.1, server.health());
     let health = server.health();
     let ready = tokio::spawn(async move {
         let started = std::time::Instant::now();
@@ -126,6 +129,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     });
 
     ready.abort();
+    policy.abort();
     // The agent stops (and its containerd with it) while the API still answers.
     if let Some(agent) = agent {
         agent.stop().await;
@@ -304,6 +308,10 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
         agent,
         network,
         dns,
+        admin: (
+            rkube_client::client::ApiEndpoint { url: server_url.clone(), ca_pem: pki.ca.cert_pem.clone() },
+            pki.admin.clone(),
+        ),
     })
 }
 

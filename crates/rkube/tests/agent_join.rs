@@ -104,7 +104,11 @@ fn csrs(server: &TestServer, signer: &str) -> Vec<Value> {
     list["items"].as_array().unwrap().iter().filter(|c| c["spec"]["signerName"] == signer).cloned().collect()
 }
 
-fn agent_args(server: &TestServer, token: &str, kubelet_port: u16) -> Vec<String> {
+/// The agent's flags; it shares this machine's network namespace with other
+/// tests, so it gets the server's pod range, a Service range of its own, and
+/// no kube-proxy or NetworkPolicy hooks (tests/network_multinode.rs runs those).
+fn agent_args(server: &TestServer, token: &str, kubelet_port: u16, cluster_cidr: &str) -> Vec<String> {
+    let service_cidr = support::free_cluster_cidr();
     [
         "--server",
         &format!("https://127.0.0.1:{}", server.port()),
@@ -118,6 +122,12 @@ fn agent_args(server: &TestServer, token: &str, kubelet_port: u16) -> Vec<String
         &kubelet_port.to_string(),
         "--node-labels",
         "pool=joined",
+        "--cluster-cidr",
+        cluster_cidr,
+        "--service-cidr",
+        &service_cidr,
+        "--disable-kube-proxy",
+        "--disable-network-policy",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -154,7 +164,7 @@ fn an_agent_joins_with_a_token_gets_approved_certificates_and_its_node_becomes_r
     assert!(out.status.success(), "rkube images build-local: {}", String::from_utf8_lossy(&out.stderr));
     let log = tmp.path().join("agent.log");
     let kubelet_port = support::free_port();
-    let args = agent_args(&server, &token, kubelet_port);
+    let args = agent_args(&server, &token, kubelet_port, &cidr);
     let mut agent = AgentProcess::start(&args, &data_dir, &log);
 
     let mut node = Value::Null;
@@ -212,10 +222,16 @@ fn an_agent_joins_with_a_token_gets_approved_certificates_and_its_node_becomes_r
     assert_eq!(serving[0]["spec"]["username"], format!("system:node:{NODE}"));
     assert_eq!(serving[0]["status"]["conditions"][0]["type"], "Approved");
     assert!(serving[0]["status"]["certificate"].as_str().is_some_and(|c| !c.is_empty()));
+    // The kube-proxy CSR: made as the node for exactly system:kube-proxy, approved (rkube's k3s-like rule).
+    let proxy = csrs(&server, "kubernetes.io/kube-apiserver-client");
+    assert_eq!(proxy.len(), 1, "{proxy:?}");
+    assert_eq!(proxy[0]["spec"]["username"], format!("system:node:{NODE}"));
+    assert_eq!(proxy[0]["status"]["conditions"][0]["reason"], "AutoApproved");
+    assert!(proxy[0]["status"]["certificate"].as_str().is_some_and(|c| !c.is_empty()));
     // `kubectl get csr`: CONDITION Approved,Issued (upstream's printer).
     let table = server.kubectl_ok(&["get", "csr", "--no-headers"]);
     let rows: Vec<&str> = table.lines().collect();
-    assert_eq!(rows.len(), 2, "{table}");
+    assert_eq!(rows.len(), 3, "{table}");
     assert!(rows.iter().all(|r| r.trim_end().ends_with("Approved,Issued")), "{table}");
 
     // The serving certificate on disk: signed by the cluster CA, for the node's name and IP.
@@ -315,7 +331,13 @@ fn an_agent_joins_with_a_token_gets_approved_certificates_and_its_node_becomes_r
     let logs = agent.logs();
     assert!(logs.contains("using the stored cluster CA the token pins"), "{logs}");
     assert!(logs.contains("reusing the kubelet client certificate"), "{logs}");
-    assert_eq!(json(&server, &["csr"])["items"].as_array().unwrap().len(), 2);
+    // No new request: client, serving and kube-proxy certificates are all reused.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !agent.logs().contains("reusing kube-proxy's client certificate") {
+        assert!(Instant::now() < deadline, "kube-proxy's certificate not reused\n{}", agent.logs());
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(json(&server, &["csr"])["items"].as_array().unwrap().len(), 3);
     let mut node = Value::Null;
     server.wait_for(Duration::from_secs(60), "the node Ready after the restart", || ready(&mut node));
     drop(agent);

@@ -330,6 +330,15 @@ fn render_shape_is_conntrack_first_then_maps() {
     let egr = script.find("ip saddr vmap @egress4").unwrap();
     let ing = script.find("ip daddr vmap @ingress4").unwrap();
     assert!(ct < egr && egr < ing);
+    // Pod -> own node is delivered locally: the input chain applies egress
+    // (keyed by the pod's source address) after conntrack, and no ingress.
+    let input = &script[script.find("  chain input {\n").expect("input chain")..];
+    let input = &input[..input.find("  }\n").unwrap()];
+    assert_eq!(
+        input,
+        "  chain input {\n    type filter hook input priority filter; policy accept;\n    \
+         ct state established,related accept\n    ip saddr vmap @egress4\n    ip6 saddr vmap @egress6\n"
+    );
     assert!(script.starts_with("table inet rkt_np_unit\ndelete table inet rkt_np_unit\n"));
     assert!(script.contains("counter drop comment \"a/server\""));
 }

@@ -75,6 +75,11 @@ pub struct TestServerOptions {
     pub agent: bool,
     /// `--bind-address`; default `127.0.0.1`.
     pub bind_address: Option<std::net::IpAddr>,
+    /// With [`Self::agent`]: also run kube-proxy and NetworkPolicy
+    /// enforcement (off by default: `--disable-kube-proxy
+    /// --disable-network-policy`, since test agents share the machine's
+    /// network namespace).
+    pub network: bool,
 }
 
 impl TestServerOptions {
@@ -181,6 +186,12 @@ impl TestServer {
             }
             if !given("--kube-proxy-metrics-bind-address") {
                 cmd.args(["--kube-proxy-metrics-bind-address", "127.0.0.1:0"]);
+            }
+            // These agents share the machine's own network namespace: keep kube-proxy's and
+            // NetworkPolicy's hooks off it unless a test asks (tests/network_multinode.rs runs
+            // them for real inside network namespaces of its own).
+            if !options.network {
+                cmd.args(["--disable-kube-proxy", "--disable-network-policy"]);
             }
             // Upstream's default thresholds evict pods on a CI disk more than 85% full;
             // tests that are not about eviction must not depend on the machine's free space.

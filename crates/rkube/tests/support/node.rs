@@ -24,28 +24,13 @@ impl Drop for HostCleanup {
     }
 }
 
-/// Removes what an agent with `data_dir` made on this host: containerd's
-/// shims and mounts, the pod bridge and logs (the kubelet), and the node
-/// network's routes, dummy device and nft tables (named in
-/// `<data-dir>/agent/network.json`, which the agent writes at start).
+/// Removes what an agent with `data_dir` made on this host — containerd's
+/// shims and mounts, the pod bridge and logs, the node network's routes,
+/// device and nft tables, and the node's cgroup parent — with `rkube killall`.
 pub fn teardown_host(data_dir: &Path) {
-    rkube_kubelet::containerd::teardown_node(data_dir);
-    #[derive(serde::Deserialize)]
-    struct Record {
-        names: rkube_network::HostNames,
-        proxy_table: String,
-        netpol_table: String,
-    }
-    let Ok(text) = std::fs::read_to_string(data_dir.join("agent").join("network.json")) else { return };
-    let Ok(record) = serde_json::from_str::<Record>(&text) else { return };
-    if let Err(e) = rkube_proxy::cleanup(&record.proxy_table) {
-        eprintln!("teardown: kube-proxy table {}: {e}", record.proxy_table);
-    }
-    if let Err(e) = rkube_netpol::cleanup(&record.netpol_table) {
-        eprintln!("teardown: NetworkPolicy table {}: {e}", record.netpol_table);
-    }
-    if let Err(e) = rkube_network::cleanup(&record.names) {
-        eprintln!("teardown: node network: {e}");
+    let out = run_rkube(&["killall", "--data-dir", &data_dir.to_string_lossy()], Duration::from_secs(60));
+    if !out.status.success() {
+        eprintln!("rkube killall --data-dir {}: {}", data_dir.display(), String::from_utf8_lossy(&out.stderr));
     }
 }
 
