@@ -427,60 +427,80 @@ async fn client_certificate(
     Ok(cert)
 }
 
-/// The kubelet serving certificate: the stored one while valid for exactly
-/// `sans` from the cluster's CA, else a new one requested as the node.
+/// A certificate the node requests as itself (with its client certificate).
+struct NodeCertificate<'a> {
+    /// The file under `<data-dir>/agent/pki` that keeps it.
+    file: &'a str,
+    /// The CSR's content; a stored certificate must have its CN.
+    request: join::CertificateRequest,
+    /// The SANs a stored certificate must have exactly (`None`: not checked).
+    sans: Option<&'a [String]>,
+    /// What the logs and errors call it, e.g. "the kubelet serving certificate".
+    what: &'a str,
+    /// Which requests the servers' approver grants, for the timeout advice.
+    approved: &'a str,
+}
+
+/// The stored certificate while it is valid from the cluster's CA for the
+/// request's CN (and SANs), else a new one requested as the node and stored.
+/// Err: the CSR is denied, not signed in time (with how to approve it), or
+/// the file cannot be written.
+async fn node_certificate(
+    node_client: &kube::Client,
+    pki: &Path,
+    want: NodeCertificate<'_>,
+) -> anyhow::Result<IssuedCertificate> {
+    let NodeCertificate { file, request, sans, what, approved } = want;
+    let path = pki.join(file);
+    let ca = std::fs::read_to_string(pki.join(CA_FILE)).unwrap_or_default();
+    if let Some(c) = load_pair(&path).filter(|c| usable(c, &request.common_name, sans, &ca)) {
+        tracing::info!(component = COMPONENT, path = %path.display(), "reusing {what}");
+        return Ok(c);
+    }
+    tracing::info!(component = COMPONENT, ?sans, "requesting {what}");
+    let cert = join::request_certificate(node_client, &request, CSR_WAIT).await.map_err(|e| match e {
+        JoinError::Timeout(_, ref name) => anyhow!(
+            "cannot obtain {what}: {e}; approve it with `kubectl certificate approve {name}` \
+             (servers approve {approved} when their certificatesigningrequest-approving-controller runs)"
+        ),
+        e => anyhow!("cannot obtain {what}: {e}"),
+    })?;
+    store_pair(&path, &credential(&cert))?;
+    tracing::info!(component = COMPONENT, csr = %cert.csr_name, "obtained {what}");
+    Ok(cert)
+}
+
+/// The kubelet serving certificate, for exactly `sans`.
 async fn serving_certificate(
     node_client: &kube::Client,
     node: &str,
     sans: &[String],
     pki: &Path,
 ) -> anyhow::Result<IssuedCertificate> {
-    let path = pki.join(SERVING_FILE);
-    let ca = std::fs::read_to_string(pki.join(CA_FILE)).unwrap_or_default();
-    if let Some(c) = load_pair(&path).filter(|c| usable(c, &identity::user_name(node), Some(sans), &ca)) {
-        tracing::info!(component = COMPONENT, path = %path.display(), "reusing the kubelet serving certificate");
-        return Ok(c);
-    }
-    tracing::info!(component = COMPONENT, node, ?sans, "requesting the kubelet serving certificate");
-    let cert = join::request_certificate(node_client, &join::kubelet_serving_request(node, sans), CSR_WAIT)
-        .await
-        .map_err(|e| match e {
-            JoinError::Timeout(_, ref name) => anyhow!(
-                "cannot obtain the kubelet serving certificate: {e}; approve it with `kubectl certificate approve {name}` \
-                 (servers approve a node's own serving requests when their certificatesigningrequest-approving-controller runs)"
-            ),
-            e => anyhow!("cannot obtain the kubelet serving certificate: {e}"),
-        })?;
-    store_pair(&path, &credential(&cert))?;
-    tracing::info!(component = COMPONENT, csr = %cert.csr_name, "obtained the kubelet serving certificate");
-    Ok(cert)
+    let want = NodeCertificate {
+        file: SERVING_FILE,
+        request: join::kubelet_serving_request(node, sans),
+        sans: Some(sans),
+        what: "the kubelet serving certificate",
+        approved: "a node's own serving requests",
+    };
+    node_certificate(node_client, pki, want).await
 }
 
-/// kube-proxy's client certificate (`system:kube-proxy`): the stored one
-/// while valid from the cluster's CA, else a new one requested as the node
-/// (auto-approved by rkube's csrapproving; see
+/// kube-proxy's client certificate (`system:kube-proxy`), auto-approved
+/// by rkube's csrapproving (see
 /// `rkube_controllers::csrapproving::node_kube_proxy_request`). Not
 /// rotated: a restart within [`MIN_REMAINING`] of its expiry requests a
 /// new one.
 async fn kube_proxy_certificate(node_client: &kube::Client, pki: &Path) -> anyhow::Result<IssuedCertificate> {
-    let path = pki.join(KUBE_PROXY_FILE);
-    let ca = std::fs::read_to_string(pki.join(CA_FILE)).unwrap_or_default();
-    let user = rkube_controllers::csrapproving::KUBE_PROXY_USER;
-    if let Some(c) = load_pair(&path).filter(|c| usable(c, user, None, &ca)) {
-        tracing::info!(component = COMPONENT, path = %path.display(), "reusing kube-proxy's client certificate");
-        return Ok(c);
-    }
-    tracing::info!(component = COMPONENT, "requesting kube-proxy's client certificate");
-    let cert = join::request_certificate(node_client, &join::kube_proxy_request(), CSR_WAIT).await.map_err(|e| match e {
-        JoinError::Timeout(_, ref name) => anyhow!(
-            "cannot obtain kube-proxy's client certificate: {e}; approve it with `kubectl certificate approve {name}` \
-             (servers approve a node's kube-proxy request when their certificatesigningrequest-approving-controller runs)"
-        ),
-        e => anyhow!("cannot obtain kube-proxy's client certificate: {e}"),
-    })?;
-    store_pair(&path, &credential(&cert))?;
-    tracing::info!(component = COMPONENT, csr = %cert.csr_name, "obtained kube-proxy's client certificate");
-    Ok(cert)
+    let want = NodeCertificate {
+        file: KUBE_PROXY_FILE,
+        request: join::kube_proxy_request(),
+        sans: None,
+        what: "kube-proxy's client certificate",
+        approved: "a node's kube-proxy request",
+    };
+    node_certificate(node_client, pki, want).await
 }
 
 /// Creates the Node (before the serving CSR, whose approval checks the
