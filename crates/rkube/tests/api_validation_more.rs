@@ -2,8 +2,9 @@
 //! kubectl 1.33: CSIStorageCapacity (storage class name, node topology
 //! selector, non-negative capacity, canonical quantities, immutable
 //! inputs), IPAddress (canonical IP names, the parent reference) and
-//! ServiceCIDR (one or two canonical CIDRs of different families, immutable
-//! list). Invalid objects are refused with upstream's 422 text
+//! ServiceCIDR (one or two canonical CIDRs of different families; 1.33's
+//! update rules: single- to dual-stack only), CRD `pattern`s (Go regular
+//! expressions). Invalid objects are refused with upstream's 422 text
 //! (`The <Kind> "<name>" is invalid: …`) and nothing is stored.
 
 mod api_common;
@@ -91,11 +92,26 @@ fn service_cidrs_hold_one_canonical_cidr_per_family() {
     assert!(err.contains("not found"), "{err}");
 
     apply(&s, &cidr("[\"10.200.0.0/24\"]"));
-    let err = apply_fails(&s, &cidr("[\"10.200.0.0/24\", \"2001:db8::/112\"]"));
+    // 1.33 lets a single-stack ServiceCIDR become dual-stack while its
+    // first CIDR stays (ValidateServiceCIDRUpdate, kubernetes#131263)...
+    let err = apply_fails(&s, &cidr("[\"10.202.0.0/24\", \"2001:db8::/112\"]"));
     assert!(
-        err.contains("The ServiceCIDR \"extra\" is invalid: spec.cidrs: Invalid value: []string{\"10.200.0.0/24\", \"2001:db8::/112\"}: field is immutable"),
+        err.contains(
+            "The ServiceCIDR \"extra\" is invalid: spec.cidrs[0]: Invalid value: \"10.202.0.0/24\": field is immutable"
+        ),
         "{err}"
     );
+    apply(&s, &cidr("[\"10.200.0.0/24\", \"2001:db8::/112\"]"));
+    let got = ok(&s, &["get", "servicecidr", "extra", "-o", "jsonpath={.spec.cidrs}"]);
+    assert_eq!(got, r#"["10.200.0.0/24","2001:db8::/112"]"#);
+    // ...but never back, nor reordered.
+    let err = apply_fails(&s, &cidr("[\"10.200.0.0/24\"]"));
+    assert!(
+        err.contains("The ServiceCIDR \"extra\" is invalid: spec.cidrs: Invalid value: []string{\"10.200.0.0/24\"}: field is immutable"),
+        "{err}"
+    );
+    let err = apply_fails(&s, &cidr("[\"2001:db8::/112\", \"10.200.0.0/24\"]"));
+    assert!(err.contains("spec.cidrs[0]: Invalid value: \"2001:db8::/112\": field is immutable"), "{err}");
 }
 
 #[test]
@@ -123,4 +139,101 @@ fn validating_admission_policy_bindings_need_a_policy_and_actions() {
     let got = ok(&s, &["get", "validatingadmissionpolicybinding", "b", "-o", "jsonpath={.spec.matchResources}"]);
     let got: serde_json::Value = serde_json::from_str(&got).expect("json");
     assert_eq!(got, serde_json::json!({"matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {}}));
+}
+
+/// A CRD schema's `pattern` must compile as a Go regular expression
+/// (upstream's `validateValueValidation` runs `regexp.Compile` and quotes
+/// Go's error); an RE2 pattern is accepted.
+#[test]
+fn crd_patterns_must_be_go_regular_expressions() {
+    let s = TestServer::start();
+    let crd = |pattern: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: gadgets, singular: gadget, kind: Gadget}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              code: {{type: string, pattern: '{pattern}'}}
+"
+        )
+    };
+    let err = apply_fails(&s, &crd("+"));
+    assert_lines(
+        &err,
+        &["The CustomResourceDefinition \"gadgets.example.com\" is invalid: spec.validation.openAPIV3Schema.properties[spec].properties[code].pattern: Invalid value: \"+\": must be a valid regular expression, but isn't: error parsing regexp: missing argument to repetition operator: `+`"],
+    );
+    let err = apply_fails(&s, &crd("^(?!x)"));
+    assert_lines(&err, &["pattern: Invalid value: \"^(?!x)\": must be a valid regular expression, but isn't: error parsing regexp: invalid or unsupported Perl syntax: `(?!`"]);
+    assert_nothing_stored(&s, "crd");
+    apply(&s, &crd("^[a-z]([-a-z0-9]*[a-z0-9])?$"));
+}
+
+/// A CRD schema's `default`s must validate against their own sub-schema
+/// and hold no field pruning would drop (upstream's `ValidateDefaults`):
+/// a wrongly typed default is refused with kube-openapi's message (its
+/// location is empty, hence ` in body` after two spaces), a default with an
+/// unknown field too; nothing is stored. Valid defaults are accepted.
+#[test]
+fn crd_defaults_must_validate_against_their_schema() {
+    let s = TestServer::start();
+    let crd = |replicas: &str, spec_default: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: widgets, singular: widget, kind: Widget}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            default: {spec_default}
+            properties:
+              replicas: {{type: integer, minimum: 1, default: {replicas}}}
+              mode: {{type: string, enum: [fast, slow], default: fast}}
+"
+        )
+    };
+    let err = apply_fails(&s, &crd("'three'", "{}"));
+    assert_lines(
+        &err,
+        &["The CustomResourceDefinition \"widgets.example.com\" is invalid: spec.validation.openAPIV3Schema.properties[spec].properties[replicas].default: Invalid value: \"string\":  in body must be of type integer: \"string\""],
+    );
+    let err = apply_fails(&s, &crd("0", "{}"));
+    assert_lines(
+        &err,
+        &["properties[replicas].default: Invalid value: 0:  in body should be greater than or equal to 1"],
+    );
+    let err = apply_fails(&s, &crd("2", "{mode: fast, color: red}"));
+    assert_lines(
+        &err,
+        &["spec.validation.openAPIV3Schema.properties[spec].default: Invalid value: map[string]interface {}{\"color\":\"red\", \"mode\":\"fast\"}: must not have unknown fields"],
+    );
+    assert_nothing_stored(&s, "crd");
+    apply(&s, &crd("2", "{mode: slow}"));
+    ok(&s, &["get", "crd", "widgets.example.com"]);
 }

@@ -209,6 +209,14 @@ fn event_messages(server: &TestServer, object: &str) -> Vec<String> {
     for e in &evs {
         assert_eq!(e["source"]["component"], "deployment-controller");
         assert_eq!(e["type"], "Normal");
+        // client-go's recorder names an event `<object>.<hex UnixNano>`
+        // (`fmt.Sprintf("%v.%x", ref.Name, t.UnixNano())`).
+        let name = e["metadata"]["name"].as_str().unwrap();
+        let (obj, hex) = name.rsplit_once('.').unwrap();
+        assert_eq!(obj, object, "{name}");
+        assert!(!hex.is_empty() && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{name}");
+        // Nanoseconds since 1970 in hex: 2001 onwards has 15 or 16 digits.
+        assert!((15..=16).contains(&hex.len()), "{name}");
     }
     evs.iter().map(|e| e["message"].as_str().unwrap().to_string()).collect()
 }

@@ -6,7 +6,9 @@
 //! `cluster-info`, `get --sort-by|-o custom-columns|--show-labels`,
 //! `delete --cascade=foreground|orphan`, `describe`, `rollout
 //! history|pause|resume`, and `api-resources`/`explain`/`create`/`get`/
-//! `delete` with 1.31. Assertions are on upstream's output. Tests named
+//! `delete` with 1.31, and the rest of issue 3's Check list with 1.31
+//! (`label`, `annotate`, `scale`, `replace`, `apply`, `get -w|-A`, the
+//! `create` generators). Assertions are on upstream's output. Tests named
 //! after a conformance behaviour carry its testname.
 
 mod api_common;
@@ -16,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use api_common::{manifest, ok};
+use api_common::{manifest, ok, Background};
 use serde_json::Value;
 use support::{TestServer, KUBECTL};
 
@@ -709,4 +711,103 @@ fn kubectl_1_31_directly() {
     assert!(err.contains("deployments.apps \"web\" not found"), "{err}");
     let out = okv(&s, k, &["get", "deploy,pods"]);
     assert_eq!(out, "");
+}
+
+/// kubectl 1.31 called directly through the rest of issue 3's Check list:
+/// `label`, `annotate`, `scale`, `replace`, client-side `apply` twice
+/// (`unchanged` the second time) and then with a field removed (the field
+/// goes), `get -w`, `get -A`, and the typed `create` generators (secret
+/// generic, namespace, deployment, service clusterip, job,
+/// serviceaccount). Messages are kubectl's (`<kind>/<name> labeled|
+/// annotated|scaled|replaced|created|unchanged|configured`).
+#[test]
+fn kubectl_1_31_runs_the_rest_of_the_check_list() {
+    let s = TestServer::start();
+    let k = KUBECTL_131;
+    let path = manifest(&s, "web.yaml", &deployment("web", "nginx"));
+    assert_eq!(okv(&s, k, &["create", "-f", &path]).trim(), "deployment.apps/web created");
+
+    assert_eq!(okv(&s, k, &["label", "deploy", "web", "tier=front"]).trim(), "deployment.apps/web labeled");
+    assert_eq!(okv(&s, k, &["annotate", "deploy", "web", "note=hello"]).trim(), "deployment.apps/web annotated");
+    let d = json(&okv(&s, k, &["get", "deploy", "web", "-o", "json"]));
+    assert_eq!(d["metadata"]["labels"]["tier"], "front", "{d}");
+    assert_eq!(d["metadata"]["annotations"]["note"], "hello", "{d}");
+    // `label key-` removes the label.
+    assert_eq!(okv(&s, k, &["label", "deploy", "web", "tier-"]).trim(), "deployment.apps/web unlabeled");
+    assert_eq!(okv(&s, k, &["get", "deploy", "web", "-o", "jsonpath={.metadata.labels.tier}"]), "");
+
+    assert_eq!(okv(&s, k, &["scale", "deploy", "web", "--replicas=3"]).trim(), "deployment.apps/web scaled");
+    assert_eq!(okv(&s, k, &["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]), "3");
+
+    let replaced = manifest(&s, "web2.yaml", &deployment("web", "nginx:1.27"));
+    assert_eq!(okv(&s, k, &["replace", "-f", &replaced]).trim(), "deployment.apps/web replaced");
+    let d = json(&okv(&s, k, &["get", "deploy", "web", "-o", "json"]));
+    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.27", "{d}");
+    // replace sends the whole object: the manifest's replicas (1), no annotation.
+    assert_eq!(d["spec"]["replicas"], 1, "{d}");
+    assert!(d["metadata"]["annotations"].get("note").is_none(), "{d}");
+
+    let cm = |data: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ap\ndata:\n{data}");
+    let first = manifest(&s, "ap1.yaml", &cm("  a: \"1\"\n  b: \"2\"\n"));
+    assert_eq!(okv(&s, k, &["apply", "-f", &first]).trim(), "configmap/ap created");
+    let rv = okv(&s, k, &["get", "cm", "ap", "-o", "jsonpath={.metadata.resourceVersion}"]);
+    assert_eq!(okv(&s, k, &["apply", "-f", &first]).trim(), "configmap/ap unchanged");
+    assert_eq!(
+        okv(&s, k, &["get", "cm", "ap", "-o", "jsonpath={.metadata.resourceVersion}"]),
+        rv,
+        "the second apply writes nothing"
+    );
+    let second = manifest(&s, "ap2.yaml", &cm("  a: \"1\"\n"));
+    assert_eq!(okv(&s, k, &["apply", "-f", &second]).trim(), "configmap/ap configured");
+    let c = json(&okv(&s, k, &["get", "cm", "ap", "-o", "json"]));
+    assert_eq!(c["data"], serde_json::json!({"a": "1"}), "the field removed from the manifest is gone: {c}");
+
+    // get -w prints the current rows, then each change.
+    let watch = Background::kubectl_bin(&s, k, &["get", "configmaps", "-w"]);
+    watch.wait_for("the initial list", Duration::from_secs(60), |o| o.lines().any(|l| l.starts_with("ap ")));
+    assert_eq!(
+        okv(&s, k, &["create", "configmap", "watched", "--from-literal=x=y"]).trim(),
+        "configmap/watched created"
+    );
+    let out = watch
+        .wait_for("the watched configmap", Duration::from_secs(60), |o| o.lines().any(|l| l.starts_with("watched ")));
+    assert!(out.lines().next().unwrap().starts_with("NAME "), "{out}");
+
+    assert_eq!(okv(&s, k, &["create", "namespace", "team"]).trim(), "namespace/team created");
+    assert_eq!(
+        okv(&s, k, &["create", "secret", "generic", "s1", "-n", "team", "--from-literal=a=b"]).trim(),
+        "secret/s1 created"
+    );
+    let secret = json(&okv(&s, k, &["get", "secret", "s1", "-n", "team", "-o", "json"]));
+    assert_eq!(secret["type"], "Opaque", "{secret}");
+    assert_eq!(secret["data"]["a"], "Yg==", "{secret}");
+    assert_eq!(
+        okv(&s, k, &["create", "deployment", "d1", "--image=nginx", "-n", "team"]).trim(),
+        "deployment.apps/d1 created"
+    );
+    let d1 = json(&okv(&s, k, &["get", "deploy", "d1", "-n", "team", "-o", "json"]));
+    assert_eq!(d1["spec"]["selector"]["matchLabels"]["app"], "d1", "{d1}");
+    assert_eq!(
+        okv(&s, k, &["create", "service", "clusterip", "svc1", "--tcp=80:8080", "-n", "team"]).trim(),
+        "service/svc1 created"
+    );
+    let svc = json(&okv(&s, k, &["get", "svc", "svc1", "-n", "team", "-o", "json"]));
+    assert_eq!(svc["spec"]["type"], "ClusterIP", "{svc}");
+    assert_eq!(svc["spec"]["ports"][0]["name"], "80-8080", "{svc}");
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080, "{svc}");
+    assert!(svc["spec"]["clusterIP"].as_str().is_some_and(|ip| ip.starts_with("10.43.")), "{svc}");
+    assert_eq!(okv(&s, k, &["create", "job", "j1", "--image=busybox", "-n", "team"]).trim(), "job.batch/j1 created");
+    let job = json(&okv(&s, k, &["get", "job", "j1", "-n", "team", "-o", "json"]));
+    assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never", "{job}");
+    assert_eq!(okv(&s, k, &["create", "serviceaccount", "sa1", "-n", "team"]).trim(), "serviceaccount/sa1 created");
+
+    // get -A: a NAMESPACE column and rows from every namespace.
+    let out = okv(&s, k, &["get", "svc", "-A"]);
+    let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAMESPACE", "NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"], "{out}");
+    let rows: Vec<Vec<&str>> = out.lines().skip(1).map(|l| l.split_whitespace().take(2).collect()).collect();
+    assert!(rows.contains(&vec!["default", "kubernetes"]), "{out}");
+    assert!(rows.contains(&vec!["team", "svc1"]), "{out}");
+    let out = okv(&s, k, &["get", "serviceaccounts", "-A", "-o", "name"]);
+    assert!(out.lines().any(|l| l == "serviceaccount/sa1"), "{out}");
 }

@@ -234,15 +234,34 @@ impl Strategy for IpKinds {
                     ));
                 }
             }
+            // Upstream 1.33's ValidateServiceCIDRUpdate (kubernetes#131263,
+            // the fix of release blocker #131261): the strategy validates
+            // only the update, in three cases.
             Kind::ServiceCidr => {
-                errs.extend(validate_service_cidr(new));
                 let ((nl, nnil), (ol, _)) = (cidrs(new), cidrs(old));
-                if nl != ol {
-                    errs.push(FieldError::invalid(
-                        &Path::new("spec").child("cidrs"),
+                let p = Path::new("spec").child("cidrs");
+                match (ol.len(), nl.len()) {
+                    // Same length: every entry is immutable.
+                    (o, n) if o == n => {
+                        for (i, (before, after)) in ol.iter().zip(&nl).enumerate() {
+                            if before != after {
+                                errs.push(FieldError::invalid(&p.index(i), after.as_str(), FIELD_IMMUTABLE_ERROR_MSG));
+                            }
+                        }
+                    }
+                    // Single- to dual-stack: the existing CIDR stays, the
+                    // whole list is validated as on create.
+                    (1, 2) => {
+                        if nl[0] != ol[0] {
+                            errs.push(FieldError::invalid(&p.index(0), nl[0].as_str(), FIELD_IMMUTABLE_ERROR_MSG));
+                        }
+                        errs.extend(validate_service_cidr(new));
+                    }
+                    _ => errs.push(FieldError::invalid(
+                        &p,
                         BadValue::Raw(go_string_slice(&nl, nnil)),
                         FIELD_IMMUTABLE_ERROR_MSG,
-                    ));
+                    )),
                 }
             }
         }
@@ -341,10 +360,34 @@ mod tests {
             cause_texts(s.validate_create(&cidr(json!(["010.0.0.0/8"])))),
             vec!["spec.cidrs[0]: Invalid value: \"010.0.0.0/8\": must not have leading 0s in IP or prefix length"]
         );
+        // Upstream 1.33 (kubernetes#131263): adding the second family is
+        // allowed while the first CIDR stays; nothing else changes.
         let old = cidr(json!(["10.0.0.0/24"]));
+        assert!(s.validate_update(&cidr(json!(["10.0.0.0/24", "2001:db8::/64"])), &old).is_empty());
         assert_eq!(
-            cause_texts(s.validate_update(&cidr(json!(["10.0.0.0/24", "2001:db8::/64"])), &old)),
-            vec!["spec.cidrs: Invalid value: []string{\"10.0.0.0/24\", \"2001:db8::/64\"}: field is immutable"]
+            cause_texts(s.validate_update(&cidr(json!(["10.1.0.0/24", "2001:db8::/64"])), &old)),
+            vec!["spec.cidrs[0]: Invalid value: \"10.1.0.0/24\": field is immutable"]
+        );
+        assert_eq!(
+            cause_texts(s.validate_update(&cidr(json!(["10.0.0.0/24", "10.1.0.0/24"])), &old)),
+            vec!["spec.cidrs: Invalid value: networking.ServiceCIDRSpec{CIDRs:[]string{\"10.0.0.0/24\", \"10.1.0.0/24\"}}: may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64"]
+        );
+        assert_eq!(
+            cause_texts(s.validate_update(&cidr(json!(["10.1.0.0/24"])), &old)),
+            vec!["spec.cidrs[0]: Invalid value: \"10.1.0.0/24\": field is immutable"]
+        );
+        let dual = cidr(json!(["10.0.0.0/24", "2001:db8::/64"]));
+        assert!(s.validate_update(&dual, &dual).is_empty());
+        assert_eq!(
+            cause_texts(s.validate_update(&old, &dual)),
+            vec!["spec.cidrs: Invalid value: []string{\"10.0.0.0/24\"}: field is immutable"]
+        );
+        assert_eq!(
+            cause_texts(s.validate_update(&cidr(json!(["2001:db8::/64", "10.0.0.0/24"])), &dual)),
+            vec![
+                "spec.cidrs[0]: Invalid value: \"2001:db8::/64\": field is immutable",
+                "spec.cidrs[1]: Invalid value: \"10.0.0.0/24\": field is immutable",
+            ]
         );
     }
 }

@@ -9,14 +9,22 @@
 //! {...}}`) of one version, or of all versions when they are identical
 //! (upstream then validates it at `spec.validation`).
 //!
-//! Not done (upstream needs a CEL compiler, a Go regexp parser and a schema
-//! validator for these): compiling `x-kubernetes-validations` rules and their
-//! cost limits, checking `pattern` as a regular expression, validating
-//! `default` values against their schema, `fieldPath` resolution of rules.
+//! `pattern`s must parse as Go regular expressions (RE2 syntax, Go's error
+//! text; [`super::go_regexp`]). `x-kubernetes-validations` rules are
+//! compiled for syntax only. When the schema is structural, every
+//! `default` is checked against its sub-schema ([`defaults`]:
+//! `ValidateDefaults`, with a general value validator, [`validate_value`]).
+//!
+//! Not done (upstream needs a CEL type checker for these): the rules'
+//! types and cost limits, `fieldPath` resolution of rules, evaluating
+//! rules on defaults.
 
 use serde_json::{Map, Value};
 
 use super::field::{go_quote, go_string_slice, BadValue, ErrorList, FieldError, Path};
+
+pub mod defaults;
+pub use defaults::{validate_defaults, validate_value};
 
 /// The `type` values upstream accepts (`openapiV3Types`, sorted).
 pub const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
@@ -206,10 +214,17 @@ pub fn validate_custom_resource_validation(validation: &Value, status_enabled: b
         ));
     }
     let init_err = structural_init_error(schema);
+    let mut structural_errs = None;
     if init_err.is_none() {
-        errs.extend(validate_structural(schema, &schema_path));
+        let s_errs = validate_structural(schema, &schema_path);
+        structural_errs = Some(s_errs.len());
+        errs.extend(s_errs);
     }
     errs.extend(validate_schema_node(schema, &schema_path, &Context::root(), true));
+    // Upstream validates defaults only when the schema is structural.
+    if structural_errs == Some(0) {
+        errs.extend(validate_defaults(schema, &schema_path));
+    }
     if errs.is_empty() {
         if let Some(msg) = init_err {
             errs.push(FieldError::invalid(&schema_path, "", &msg));
@@ -853,6 +868,17 @@ fn value_validation(s: &Value, skip_any_of: bool, skip_first_all_of_any_of: bool
     }
     if let Some(not) = s.get("not").filter(|n| n.is_object()) {
         errs.extend(nested_value_validation(not, false, &path.child("not")));
+    }
+    // `regexp.Compile(v.Pattern)`: Go's RE2 syntax and Go's error text.
+    let pattern = str_of(s, "pattern");
+    if !pattern.is_empty() {
+        if let Some(e) = super::go_regexp::compile_error(pattern) {
+            errs.push(FieldError::invalid(
+                &path.child("pattern"),
+                pattern,
+                &format!("must be a valid regular expression, but isn't: {e}"),
+            ));
+        }
     }
     errs
 }

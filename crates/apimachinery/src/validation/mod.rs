@@ -28,6 +28,7 @@
 
 pub mod crd;
 pub mod crd_schema;
+pub mod go_regexp;
 pub mod field;
 pub mod meta;
 pub mod names;

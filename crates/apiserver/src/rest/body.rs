@@ -73,13 +73,11 @@ pub fn decode(
     let (value, duplicates) = match format {
         BodyFormat::Json => {
             let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-                // Go's scanner wording where the body is not JSON at all
-                // (serde's own past its nesting limit).
-                let why = if e.to_string().starts_with("recursion limit exceeded") {
-                    e.to_string()
-                } else {
-                    rkube_apimachinery::strategy::gojson::syntax_error(bytes).unwrap_or_else(|| e.to_string())
-                };
+                // Go's scanner wording (upstream's `encoding/json` in the
+                // serializer's `Interpret`), also past the nesting limit:
+                // `invalid character '[' exceeded max depth`. serde's own
+                // text only where Go's scanner would accept the document.
+                let why = rkube_apimachinery::strategy::gojson::syntax_error(bytes).unwrap_or_else(|| e.to_string());
                 unrecognized(format!("couldn't get version/kind; json parse error: {why}"))
             })?;
             let duplicates = typed::duplicate_fields(bytes).unwrap_or_default();

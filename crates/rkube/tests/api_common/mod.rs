@@ -126,10 +126,17 @@ pub struct Background {
 impl Background {
     /// Starts `kubectl <args>` as the admin user with its own cache dir.
     pub fn kubectl(s: &TestServer, args: &[&str]) -> Background {
+        Self::kubectl_bin(s, KUBECTL, args)
+    }
+
+    /// [`Background::kubectl`] with the kubectl binary `bin` (e.g. kubectl
+    /// 1.31 called directly).
+    #[allow(dead_code)]
+    pub fn kubectl_bin(s: &TestServer, bin: &str, args: &[&str]) -> Background {
         let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
         let out = s.data_dir().join(format!("kubectl-bg-{n}.out"));
         let cache = s.data_dir().join(format!("kubectl-bg-{n}.cache"));
-        let child = Command::new(KUBECTL)
+        let child = Command::new(bin)
             .arg("--kubeconfig")
             .arg(s.kubeconfig())
             .arg("--cache-dir")
