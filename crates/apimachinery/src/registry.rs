@@ -20,7 +20,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Range;
 
-pub use builtin::{builtin_group_priorities, builtin_resources};
+pub use builtin::{builtin_group_priorities, builtin_resources, metrics_resources, METRICS_GROUP_PRIORITY};
 
 /// Whether a resource lives in a namespace (`/namespaces/{ns}/...`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -235,6 +235,16 @@ impl Registry {
     /// The built-in resources of Kubernetes 1.33.
     pub fn builtin() -> Self {
         Self::new(builtin_resources(), builtin_group_priorities())
+    }
+
+    /// What rkube's API server serves: the [`Registry::builtin`] resources
+    /// plus the resource metrics API (`metrics.k8s.io/v1beta1`, the
+    /// built-in metrics-server; [`metrics_resources`]) at its APIService
+    /// priority ([`METRICS_GROUP_PRIORITY`]).
+    pub fn served() -> Self {
+        let mut priorities = builtin_group_priorities().to_vec();
+        priorities.push(METRICS_GROUP_PRIORITY);
+        Self::new([builtin_resources(), metrics_resources()].concat(), &priorities)
     }
 
     /// A registry of `resources`, core first, then ordered by `priorities` (groups missing

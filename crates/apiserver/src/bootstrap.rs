@@ -12,6 +12,8 @@
 //!   `crate::storage::ipalloc`; these objects mirror its table);
 //! - the system PriorityClasses `system-node-critical` (2000001000) and
 //!   `system-cluster-critical` (2000000000);
+//! - a local APIService per built-in group-version served (`v1.`,
+//!   `v1.apps`, `v2.autoscaling`, …; [`ensure_local_api_services`]);
 //! - the API server identity Lease in `kube-system`
 //!   (`apiserver-<hash of hostname>`, labels
 //!   `apiserver.kubernetes.io/identity: kube-apiserver` (1.33's key),
@@ -77,6 +79,14 @@ pub struct ClusterConfig {
     /// The audit policy and log (`--audit-policy-file`, `--audit-log-path`);
     /// `None`: nothing is audited.
     pub audit: Option<std::sync::Arc<crate::audit::Auditor>>,
+    /// The `tolerationSeconds` DefaultTolerationSeconds admission gives new
+    /// pods for the not-ready and unreachable NoExecute taints
+    /// (`--default-not-ready-toleration-seconds`,
+    /// `--default-unreachable-toleration-seconds`; 300 s each by default).
+    pub default_toleration_seconds: crate::admission::tolerations::DefaultTolerationSeconds,
+    /// How often the built-in metrics-server scrapes the kubelets
+    /// (`--metric-resolution`, [`crate::metrics_api`]).
+    pub metric_resolution: Duration,
 }
 
 impl Default for ClusterConfig {
@@ -93,6 +103,8 @@ impl Default for ClusterConfig {
             kubelet_client: None,
             authenticator: std::sync::Arc::default(),
             audit: None,
+            default_toleration_seconds: Default::default(),
+            metric_resolution: crate::metrics_api::DEFAULT_METRIC_RESOLUTION,
         }
     }
 }
@@ -182,9 +194,73 @@ async fn ensure(store: &ResourceStore, namespace: &str, obj: Value, fields: &[&s
         .map(|_| ())
 }
 
+/// The label kube-aggregator's autoregister controller puts on the
+/// APIServices it manages; `onstart` marks those synced when the server
+/// starts (`AutoRegisterManagedLabel`, `manageOnStart`).
+pub const AUTO_REGISTER_MANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged";
+
+/// The aggregator's own API group, which gets no local APIService.
+const AGGREGATOR_GROUP: &str = "apiregistration.k8s.io";
+
+/// The local APIServices kube-apiserver registers at start (upstream's
+/// `apiServicesToRegister`/`makeAPIService` with the autoregister
+/// controller): one per group-version that is both served and in the
+/// built-in priority table ([`rkube_apimachinery::registry::builtin_group_priorities`]),
+/// except `apiregistration.k8s.io` itself (upstream registers only the
+/// delegated servers' group-versions; the aggregator serves its own group
+/// and lists it first in `/apis` without an APIService), named
+/// `<version>.<group>` (`v1.` for the core group), labelled
+/// [`AUTO_REGISTER_MANAGED_LABEL`]`: onstart`, with no `spec.service` and
+/// the table's `groupPriorityMinimum` and `versionPriority`. As upstream's
+/// available-condition controller does for a local APIService, the status
+/// holds `Available=True`, reason `Local`, message `Local APIServices are
+/// always available`. Existing ones get the spec and label back (the
+/// autoregister sync); other APIServices are left alone.
+pub async fn ensure_local_api_services(api: &Api) -> Result<(), ApiError> {
+    let services = store(api, "apiregistration.k8s.io", "v1", "apiservices")?;
+    // metrics.k8s.io is served in-process too (the built-in metrics-server), so it is Local here.
+    let metrics = std::iter::once(&rkube_apimachinery::registry::METRICS_GROUP_PRIORITY);
+    for priority in rkube_apimachinery::registry::builtin_group_priorities().iter().chain(metrics) {
+        if priority.group == AGGREGATOR_GROUP {
+            continue;
+        }
+        for (version, version_priority) in priority.versions {
+            if !api.registry().serves(priority.group, version) {
+                continue;
+            }
+            let name = format!("{version}.{}", priority.group);
+            let obj = json!({
+                "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": name, "labels": {AUTO_REGISTER_MANAGED_LABEL: "onstart"}},
+                "spec": {"group": priority.group, "version": version,
+                    "groupPriorityMinimum": priority.priority, "versionPriority": version_priority},
+            });
+            ensure(services, "", obj, &["spec"]).await?;
+            services
+                .update("", &name, UpdateKind::Status, &WriteOptions::default(), |current| {
+                    let mut next =
+                        current.cloned().ok_or_else(|| ApiError::Internal(format!("APIService {name} vanished")))?;
+                    let available = next.pointer("/status/conditions").and_then(Value::as_array).and_then(|cs| {
+                        cs.iter().find(|c| c["type"] == "Available" && c["status"] == "True" && c["reason"] == "Local")
+                    });
+                    if available.is_none() {
+                        next["status"] = json!({"conditions": [{
+                            "type": "Available", "status": "True", "lastTransitionTime": meta::now(),
+                            "reason": "Local", "message": "Local APIServices are always available",
+                        }]});
+                    }
+                    meta::set(&mut next, "resourceVersion", Value::Null);
+                    Ok(next)
+                })
+                .await?;
+        }
+    }
+    Ok(())
+}
+
 /// Loads the Service allocator from the stored Services, then creates or
 /// reconciles the `kubernetes` Service, its Endpoints and EndpointSlice,
-/// and the system PriorityClasses.
+/// the system PriorityClasses and the local APIServices.
 pub async fn ensure_system_objects(api: &Api, cluster: &ClusterConfig) -> Result<(), ApiError> {
     let services = store(api, "", "v1", "services")?;
     if let Some(alloc) = api.service_allocator() {
@@ -225,7 +301,7 @@ pub async fn ensure_system_objects(api: &Api, cluster: &ClusterConfig) -> Result
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    ensure_local_api_services(api).await
 }
 
 /// Creates or puts back the `kubernetes` Service, its Endpoints and its

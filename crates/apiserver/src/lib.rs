@@ -18,6 +18,8 @@
 //! - [`filters`]: the in-flight limits (429 beyond them) and the request
 //!   instrumentation every request passes;
 //! - [`metrics`]: `/metrics` in the Prometheus text format;
+//! - [`metrics_api`]: the resource metrics API `metrics.k8s.io` (a
+//!   built-in metrics-server scraping the kubelets; `kubectl top`);
 //! - [`discovery`]: `/api`, `/apis` and the group and group-version
 //!   discovery documents, generated from the resource registry;
 //! - [`health`]: `/healthz`, `/livez`, `/readyz` in upstream's format;
@@ -33,6 +35,8 @@
 //!   a middleware right after authentication;
 //! - [`encryption`]: encryption at rest of the configured resources
 //!   (`--encryption-provider-config`), a wrapper around the store;
+//! - [`snapshot`]: `GET /rkube/v1/store/snapshot`, a backup of the store
+//!   streamed to cluster admins;
 //! - [`status`]: the one place an API error becomes a `Status` response;
 //! - [`bootstrap`]: the objects the API server keeps itself (the
 //!   `kubernetes` Service and endpoints, system PriorityClasses, the
@@ -60,10 +64,12 @@ pub mod filters;
 pub mod health;
 pub mod listener;
 pub mod metrics;
+pub mod metrics_api;
 pub mod openapi;
 pub mod rest;
 pub mod router;
 pub mod serviceaccount;
+pub mod snapshot;
 pub mod status;
 pub mod storage;
 #[cfg(test)]
@@ -128,7 +134,7 @@ impl ApiServer {
     pub async fn bind(config: Config) -> Result<Self, Error> {
         let tls = tls::server_config(&config.tls)?;
         let listener = listener::TlsListener::bind(config.bind_address, tls).await?;
-        let registry = rkube_apimachinery::registry::Registry::builtin();
+        let registry = rkube_apimachinery::registry::Registry::served();
         let mut cluster = config.cluster.clone();
         if cluster.advertise_port == 0 {
             cluster.advertise_port = listener.local_addr().port();
@@ -177,6 +183,7 @@ impl ApiServer {
             })
         });
         let lease = tokio::spawn(bootstrap::run_control_loops(api.clone(), hostname));
+        let metrics_scraper = tokio::spawn(metrics_api::scrape::run(api.clone()));
         let stopping = api.clone();
         let app = router::router(router::AppState { store, health: health.clone(), api, filters });
         let shutdown = async move {
@@ -190,6 +197,7 @@ impl ApiServer {
             task.abort();
         }
         lease.abort();
+        metrics_scraper.abort();
         tracing::info!(component = COMPONENT, "API server stopped");
     }
 }

@@ -70,11 +70,15 @@ fn api_routes(state: &AppState) -> Router<AppState> {
     Router::new()
         // Prometheus metrics (upstream: system:monitoring and admins).
         .route("/metrics", get(metrics))
+        // Store backups for cluster admins: GET /rkube/v1/store/snapshot.
+        .merge(crate::snapshot::router())
         // Discovery: /api, /apis, /api/{v}, /apis/{g}, /apis/{g}/{v}.
         .merge(crate::discovery::router(Arc::new(crate::discovery::Discovery::new(state.api.registry()))))
         // OpenAPI: /openapi/v2, /openapi/v3, /openapi/v3/{*key}.
+        // The served registry: its metrics.k8s.io group-version (no schemas
+        // yet) gets a document with its discovery path.
         .merge(crate::openapi::router(std::sync::Arc::new(crate::openapi::OpenApi::new(
-            rkube_apimachinery::registry::Registry::builtin().resources(),
+            state.api.registry().resources(),
         ))))
         .fallback(resources)
 }

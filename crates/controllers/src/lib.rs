@@ -52,6 +52,7 @@ pub mod endpoints;
 pub mod endpointslicemirroring;
 pub mod job;
 pub mod garbagecollector;
+pub mod horizontalpodautoscaler;
 pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;

@@ -15,7 +15,7 @@ use crate::leader::{LeaderElector, Timing};
 use crate::runtime::{Ctx, Stop};
 use crate::{
     bootstrapsigner, clusterroleaggregation, cronjob, csrapproving, csrsigning, daemonset, deployment, disruption,
-    endpoints, endpointslice, endpointslicemirroring, garbagecollector, job, namespace, nodeipam, nodelifecycle,
+    endpoints, endpointslice, endpointslicemirroring, garbagecollector, horizontalpodautoscaler, job, namespace, nodeipam, nodelifecycle,
     persistentvolume, podgc, pvcprotection, pvprotection, replicaset, resourcequota, rootcacertpublisher,
     serviceaccount, serviceaccounttoken, servicelb, statefulset, tainteviction, tokencleaner, ttlafterfinished,
 };
@@ -44,6 +44,9 @@ pub struct Settings {
     /// Where the built-in local-path provisioner puts volumes
     /// (`<data-dir>/storage`; default [`persistentvolume::provisioner::DEFAULT_STORAGE_ROOT`]).
     pub storage_root: String,
+    /// The horizontal pod autoscaler's timers and tolerance
+    /// (`--horizontal-pod-autoscaler-*`).
+    pub hpa: horizontalpodautoscaler::HpaSettings,
 }
 
 /// One controller the manager knows.
@@ -93,6 +96,12 @@ pub const CONTROLLERS: &[ControllerInfo] = &[
     info(pvprotection::NAME, pvprotection::ALIAS, pvprotection::SERVICE_ACCOUNT, true),
     info(resourcequota::NAME, resourcequota::ALIAS, resourcequota::SERVICE_ACCOUNT, true),
     info(disruption::NAME, disruption::ALIAS, disruption::SERVICE_ACCOUNT, true),
+    info(
+        horizontalpodautoscaler::NAME,
+        horizontalpodautoscaler::ALIAS,
+        horizontalpodautoscaler::SERVICE_ACCOUNT,
+        true,
+    ),
 ];
 
 const fn info(name: &'static str, alias: &'static str, sa: &'static str, on: bool) -> ControllerInfo {
@@ -305,6 +314,7 @@ async fn start(
         pvprotection::NAME => pvprotection::run(ctx, stop).await,
         resourcequota::NAME => resourcequota::run(ctx, stop).await,
         disruption::NAME => disruption::run(ctx, stop).await,
+        horizontalpodautoscaler::NAME => horizontalpodautoscaler::run(ctx, stop).await,
         other => tracing::error!(component = COMPONENT, controller = other, "no such controller"),
     }
 }

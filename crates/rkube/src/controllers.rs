@@ -76,6 +76,13 @@ pub fn manager_config(
                 node_cidr_mask_size: args.node_cidr_mask_size,
             },
             storage_root: args.data_dir.join("storage").display().to_string(),
+            hpa: rkube_controllers::horizontalpodautoscaler::HpaSettings {
+                sync_period: args.horizontal_pod_autoscaler_sync_period,
+                tolerance: args.horizontal_pod_autoscaler_tolerance,
+                cpu_initialization_period: args.horizontal_pod_autoscaler_cpu_initialization_period,
+                initial_readiness_delay: args.horizontal_pod_autoscaler_initial_readiness_delay,
+                downscale_stabilization: args.horizontal_pod_autoscaler_downscale_stabilization,
+            },
         }),
     };
     Ok(Some(Setup { config, admin: pki.admin.clone() }))

@@ -4,8 +4,9 @@
 //! autoscaling/v1 and v2 from one storage; core and events.k8s.io Events
 //! from one store (with their time to live); pods' binding, eviction
 //! (PodDisruptionBudgets, 429), ephemeralcontainers and the streaming
-//! subresources' answers without a kubelet; the system PriorityClasses
-//! and the API server identity Lease. Tests named after a conformance
+//! subresources' answers without a kubelet; the system PriorityClasses,
+//! the API server identity Lease (and the collection of expired ones),
+//! and the local APIServices. Tests named after a conformance
 //! behaviour carry its testname.
 
 mod api_common;
@@ -258,6 +259,75 @@ fn system_priority_classes_exist() {
     assert_eq!(pc["value"], 2000000000);
 }
 
+/// The local APIServices kube-apiserver 1.33 registers at start
+/// (`apiServicesToRegister`: every group-version of the delegated servers
+/// that is in the priority table; the aggregator's own
+/// apiregistration.k8s.io gets none): `kubectl get apiservices` lists
+/// them with SERVICE `Local` and AVAILABLE `True`; each carries
+/// `kube-aggregator.kubernetes.io/automanaged: onstart`, upstream's
+/// priorities and the available controller's `Local` condition. rkube's
+/// built-in metrics-server (metrics.k8s.io/v1beta1) is served in-process,
+/// so its APIService is Local too.
+#[test]
+fn local_api_services_are_registered_for_every_built_in_group_version() {
+    let s = TestServer::start();
+    let mut names: Vec<String> = ok(&s, &["get", "apiservices", "-o", "name"]).lines().map(str::to_string).collect();
+    names.sort();
+    let want = [
+        "v1.",
+        "v1.admissionregistration.k8s.io",
+        "v1.apiextensions.k8s.io",
+        "v1.apps",
+        "v1.authentication.k8s.io",
+        "v1.authorization.k8s.io",
+        "v1.autoscaling",
+        "v1.batch",
+        "v1.certificates.k8s.io",
+        "v1.coordination.k8s.io",
+        "v1.discovery.k8s.io",
+        "v1.events.k8s.io",
+        "v1.flowcontrol.apiserver.k8s.io",
+        "v1.networking.k8s.io",
+        "v1.node.k8s.io",
+        "v1.policy",
+        "v1.rbac.authorization.k8s.io",
+        "v1.scheduling.k8s.io",
+        "v1.storage.k8s.io",
+        "v1beta1.metrics.k8s.io",
+        "v2.autoscaling",
+    ];
+    let want: Vec<String> = want.iter().map(|n| format!("apiservice.apiregistration.k8s.io/{n}")).collect();
+    assert_eq!(names, want);
+
+    let table = ok(&s, &["get", "apiservices"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "SERVICE", "AVAILABLE", "AGE"], "{table}");
+    for line in table.lines().skip(1) {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[1..3], ["Local", "True"], "{table}");
+    }
+
+    let apps = json(&ok(&s, &["get", "apiservice", "v1.apps", "-o", "json"]));
+    assert_eq!(apps["metadata"]["labels"]["kube-aggregator.kubernetes.io/automanaged"], "onstart", "{apps}");
+    assert_eq!(
+        apps["spec"],
+        serde_json::json!({"group": "apps", "version": "v1", "groupPriorityMinimum": 17800, "versionPriority": 15}),
+        "{apps}"
+    );
+    let condition = &apps["status"]["conditions"][0];
+    assert_eq!(condition["type"], "Available", "{apps}");
+    assert_eq!(condition["status"], "True", "{apps}");
+    assert_eq!(condition["reason"], "Local", "{apps}");
+    assert_eq!(condition["message"], "Local APIServices are always available", "{apps}");
+    assert!(condition["lastTransitionTime"].is_string(), "{apps}");
+    let core = json(&ok(&s, &["get", "apiservice", "v1.", "-o", "json"]));
+    assert_eq!(core["spec"]["group"], "", "{core}");
+    assert_eq!(core["spec"]["groupPriorityMinimum"], 18000, "{core}");
+    assert_eq!(core["spec"]["versionPriority"], 1, "{core}");
+    let autoscaling = json(&ok(&s, &["get", "apiservice", "v2.autoscaling", "-o", "json"]));
+    assert_eq!(autoscaling["spec"]["versionPriority"], 30, "{autoscaling}");
+}
+
 /// The API server identity Lease: `apiserver-<hash of hostname>` in
 /// kube-system with upstream's labels, a 3600 s duration, renewed.
 #[test]
@@ -288,6 +358,55 @@ fn apiserver_identity_lease() {
         }
         assert!(std::time::Instant::now() < deadline, "the lease was not renewed");
     }
+}
+
+/// Upstream's identity-lease garbage collector
+/// (pkg/controlplane/controller/apiserverleasegc): at start and then
+/// hourly, leases in kube-system labelled
+/// `apiserver.kubernetes.io/identity=kube-apiserver` whose renewTime +
+/// leaseDurationSeconds has passed are deleted; fresh identity leases and
+/// leases without the label stay, and so does the server's own.
+#[test]
+fn expired_apiserver_identity_leases_are_collected_at_start() {
+    let data = tempfile::tempdir().unwrap();
+    let options = support::TestServerOptions {
+        data_dir: Some(data.path().to_path_buf()),
+        port: Some(support::free_port()),
+        ..Default::default()
+    };
+    let mut first = TestServer::start_with(options.clone());
+    // metav1.MicroTime: RFC 3339 with six fractional digits.
+    let micro = |t: jiff::Timestamp| format!("{}.000000Z", t.strftime("%Y-%m-%dT%H:%M:%S"));
+    let now = jiff::Timestamp::now();
+    let two_hours_ago = micro(now - jiff::SignedDuration::from_hours(2));
+    let lease = |name: &str, labels: &str, renew: &str| {
+        format!(
+            "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: {name}\n  namespace: kube-system\n  labels: {labels}\nspec:\n  holderIdentity: {name}_0\n  leaseDurationSeconds: 3600\n  renewTime: '{renew}'\n"
+        )
+    };
+    let identity = "{apiserver.kubernetes.io/identity: kube-apiserver}";
+    create(&first, "stale.yaml", &lease("apiserver-stale", identity, &two_hours_ago));
+    create(&first, "fresh.yaml", &lease("apiserver-fresh", identity, &micro(now)));
+    create(&first, "other.yaml", &lease("other-stale", "{app: other}", &two_hours_ago));
+    let (status, _) = first.stop();
+    assert!(status.success(), "{status}\n{}", first.logs());
+
+    let second = TestServer::start_with(options);
+    second.wait_for(std::time::Duration::from_secs(60), "the stale identity lease to be collected", || {
+        !ok(&second, &["-n", "kube-system", "get", "lease", "-o", "name"])
+            .contains("lease.coordination.k8s.io/apiserver-stale\n")
+    });
+    let names = ok(&second, &["-n", "kube-system", "get", "lease", "-o", "name"]);
+    assert!(names.contains("lease.coordination.k8s.io/apiserver-fresh\n"), "{names}");
+    assert!(names.contains("lease.coordination.k8s.io/other-stale\n"), "{names}");
+    let own = json(&ok(
+        &second,
+        &["-n", "kube-system", "get", "lease", "-l", "apiserver.kubernetes.io/identity=kube-apiserver", "-o", "json"],
+    ));
+    let own: Vec<&str> =
+        own["items"].as_array().unwrap().iter().filter_map(|l| l["metadata"]["name"].as_str()).collect();
+    assert_eq!(own.len(), 2, "the server's own lease and apiserver-fresh: {own:?}");
+    assert!(own.contains(&"apiserver-fresh"), "{own:?}");
 }
 
 const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: NAME\n  labels: {app: web}\nspec:\n  containers: [{name: c, image: 'nginx:1.27'}]\n";

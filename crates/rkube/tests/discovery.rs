@@ -3,7 +3,9 @@
 //!
 //! Expected values are Kubernetes 1.33's, written out here independently of
 //! the registry: what `kubectl api-resources` and `kubectl api-versions`
-//! print against a 1.33 kube-apiserver with default flags.
+//! print against a 1.33 kube-apiserver with default flags and
+//! metrics-server installed (rkube serves `metrics.k8s.io/v1beta1` itself,
+//! as k3s bundles metrics-server).
 
 mod support;
 
@@ -76,6 +78,9 @@ const API_RESOURCES_1_33: &[(&str, &str, &str, &str, &str)] = &[
     ("events", "ev", "events.k8s.io/v1", "true", "Event"),
     ("flowschemas", "", "flowcontrol.apiserver.k8s.io/v1", "false", "FlowSchema"),
     ("prioritylevelconfigurations", "", "flowcontrol.apiserver.k8s.io/v1", "false", "PriorityLevelConfiguration"),
+    // Served by rkube's built-in metrics-server (upstream: metrics-server's APIService).
+    ("nodes", "", "metrics.k8s.io/v1beta1", "false", "NodeMetrics"),
+    ("pods", "", "metrics.k8s.io/v1beta1", "true", "PodMetrics"),
     ("ingressclasses", "", "networking.k8s.io/v1", "false", "IngressClass"),
     ("ingresses", "ing", "networking.k8s.io/v1", "true", "Ingress"),
     ("ipaddresses", "ip", "networking.k8s.io/v1", "false", "IPAddress"),
@@ -111,6 +116,7 @@ const API_VERSIONS_1_33: &[&str] = &[
     "discovery.k8s.io/v1",
     "events.k8s.io/v1",
     "flowcontrol.apiserver.k8s.io/v1",
+    "metrics.k8s.io/v1beta1",
     "networking.k8s.io/v1",
     "node.k8s.io/v1",
     "policy/v1",
@@ -142,6 +148,8 @@ const APIS_1_33: &[(&str, &[&str])] = &[
     ("node.k8s.io", &["v1"]),
     ("discovery.k8s.io", &["v1"]),
     ("flowcontrol.apiserver.k8s.io", &["v1"]),
+    // rkube's built-in metrics-server, at its APIService's priority (100).
+    ("metrics.k8s.io", &["v1beta1"]),
 ];
 
 fn stdout(o: &Output) -> String {

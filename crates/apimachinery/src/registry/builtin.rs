@@ -410,6 +410,25 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
     [CORE_V1, APPS_V1, OTHER_GROUPS].concat()
 }
 
+/// `metrics.k8s.io/v1beta1` as metrics-server serves it (and so as rkube's
+/// API server does, see `rkube_apiserver::metrics_api`): `nodes`
+/// (`NodeMetrics`, cluster-scoped) and `pods` (`PodMetrics`, namespaced),
+/// verbs `get` and `list` only (metrics-server implements no watch), no
+/// singular name (its `GetSingularName` is `""`), no storage.
+pub fn metrics_resources() -> Vec<ResourceInfo> {
+    const METRICS_V1BETA1: &[ResourceInfo] = &[
+        resource!("metrics.k8s.io", "v1beta1", "nodes", "", "NodeMetrics", Cluster).verbs(GET_LIST).virtual_(),
+        resource!("metrics.k8s.io", "v1beta1", "pods", "", "PodMetrics", Namespaced).verbs(GET_LIST).virtual_(),
+    ];
+    METRICS_V1BETA1.to_vec()
+}
+
+/// The priorities of the `v1beta1.metrics.k8s.io` APIService metrics-server
+/// installs: `groupPriorityMinimum` 100, `versionPriority` 100 (so the group
+/// is listed after the built-in groups).
+pub const METRICS_GROUP_PRIORITY: GroupPriority =
+    GroupPriority { group: "metrics.k8s.io", priority: 100, versions: &[("v1beta1", 100)] };
+
 /// The APIService priorities of the built-in groups (kube-apiserver 1.33):
 /// `/apis` lists groups by `priority`, highest first, and a group's versions
 /// by their priority, the highest being the preferred version.

@@ -20,8 +20,14 @@ pub type Stores = HashMap<(&'static str, &'static str, &'static str), Arc<Resour
 
 /// The chain every request's writes pass, over the server's `stores`;
 /// `authorizer` is the server's (RBAC escalation checks resolve rules
-/// with it).
-pub fn default_chain(stores: &Stores, authorizer: &Arc<crate::authz::ServerAuthorizer>) -> Chain {
+/// with it); `tolerations` are the seconds DefaultTolerationSeconds gives
+/// new pods (`--default-not-ready-toleration-seconds`,
+/// `--default-unreachable-toleration-seconds`).
+pub fn default_chain(
+    stores: &Stores,
+    authorizer: &Arc<crate::authz::ServerAuthorizer>,
+    tolerations: super::tolerations::DefaultTolerationSeconds,
+) -> Chain {
     let storage_classes = builtin::store(stores, "storage.k8s.io", "v1", "storageclasses");
     let plugins: Vec<Arc<dyn Plugin>> = vec![
         // Not an admission plugin upstream but the RBAC registry's own
@@ -39,7 +45,7 @@ pub fn default_chain(stores: &Stores, authorizer: &Arc<crate::authz::ServerAutho
             builtin::store(stores, "", "v1", "pods"),
         )),
         Arc::new(super::priority::Priority::new(builtin::store(stores, "scheduling.k8s.io", "v1", "priorityclasses"))),
-        Arc::new(super::tolerations::DefaultTolerationSeconds),
+        Arc::new(tolerations),
         Arc::new(super::storageclass::DefaultStorageClass::new(storage_classes.clone())),
         Arc::new(super::inuse::StorageObjectInUseProtection),
         Arc::new(super::runtimeclass::RuntimeClass::new(builtin::store(stores, "node.k8s.io", "v1", "runtimeclasses"))),

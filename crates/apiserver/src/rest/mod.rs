@@ -133,6 +133,8 @@ pub struct Api {
     /// Flips to `true` when graceful shutdown begins; long-running
     /// responses (watches) subscribe and end at once.
     shutdown: tokio::sync::watch::Sender<bool>,
+    /// The resource metrics API's kept scrapes (`metrics.k8s.io`).
+    metrics: Arc<crate::metrics_api::MetricsApi>,
 }
 
 impl Api {
@@ -163,8 +165,14 @@ impl Api {
         }
         let authorizer = Arc::new(crate::authz::ServerAuthorizer::new());
         crate::authz::set_current(&authorizer);
-        let admission = Arc::new(crate::admission::plugins::default_chain(&stores, &authorizer));
+        let admission = Arc::new(crate::admission::plugins::default_chain(
+            &stores,
+            &authorizer,
+            cluster.default_toleration_seconds,
+        ));
+        let metrics = Arc::new(crate::metrics_api::MetricsApi::new(cluster.metric_resolution));
         Api {
+            metrics,
             registry,
             stores,
             lifecycle: NamespaceLifecycle::new(namespaces.clone()),
@@ -207,6 +215,11 @@ impl Api {
         &self.authorizer
     }
 
+    /// The resource metrics API (`metrics.k8s.io`, [`crate::metrics_api`]).
+    pub fn metrics_api(&self) -> &Arc<crate::metrics_api::MetricsApi> {
+        &self.metrics
+    }
+
     /// The resource registry served.
     pub fn registry(&self) -> &Registry {
         &self.registry
@@ -220,8 +233,10 @@ impl Api {
 
     /// `(resource, count)` of every resource whose watch cache holds a
     /// complete state (`pods`, `deployments.apps`, …): the
-    /// `apiserver_storage_objects` gauge. Caches start on the first list or
-    /// watch of their resource, so resources never read are left out.
+    /// `apiserver_storage_objects` gauge. Every cache starts in
+    /// [`Api::bootstrap`] (as upstream's cachers start with the server), so
+    /// every resource is reported once its initial list is in, with 0
+    /// where it has no objects.
     pub fn storage_object_counts(&self) -> Vec<(String, usize)> {
         let counts: std::collections::BTreeMap<String, usize> = self
             .stores
@@ -237,8 +252,14 @@ impl Api {
     /// Starts the authorizer's watches, creates the system namespaces,
     /// reconciles the bootstrap RBAC policy ([`crate::authz::policy`]),
     /// loads the Service allocator and creates or reconciles the objects
-    /// the API server keeps ([`crate::bootstrap`]); idempotent, call at start.
+    /// the API server keeps ([`crate::bootstrap`]); starts every watch
+    /// cache; idempotent, call at start.
     pub async fn bootstrap(&self) -> Result<(), ApiError> {
+        for store in self.stores.values() {
+            if let Some(cache) = store.watch_cache() {
+                cache.start();
+            }
+        }
         self.authorizer.start(&self.stores);
         namespaces::ensure_system_namespaces(&self.namespaces).await?;
         crate::authz::policy::reconcile::reconcile(self).await?;
@@ -318,6 +339,9 @@ impl Api {
         }
         if info.group.is_empty() && request.subresource == "proxy" {
             return connect::proxy(self, info, request, headers, body, raw).await;
+        }
+        if info.group == crate::metrics_api::GROUP {
+            return crate::metrics_api::serve(self, request, info, verb, &query, &headers).await;
         }
         if !self.stores.contains_key(&(info.group, info.version, info.plural)) {
             if let Some(conv) = Conversion::for_resource(info) {

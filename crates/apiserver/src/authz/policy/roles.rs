@@ -84,6 +84,13 @@ pub fn cluster_roles() -> Vec<RoleDef> {
             r(READ, "policy", "poddisruptionbudgets poddisruptionbudgets/status"),
             r(READ, "networking.k8s.io", "ingresses ingresses/status networkpolicies"),
         ]),
+        // Not kube-apiserver's: metrics-server's manifest (manifests/base/rbac.yaml)
+        // adds it, and rkube serves metrics.k8s.io itself (crate::metrics_api).
+        RoleDef::cluster("system:aggregated-metrics-reader")
+            .label(AGGREGATE_TO_VIEW)
+            .label(AGGREGATE_TO_EDIT)
+            .label(AGGREGATE_TO_ADMIN)
+            .rules(vec![r(READ, "metrics.k8s.io", "pods nodes")]),
         RoleDef::cluster("system:auth-delegator").rules(vec![
             r("create", "authentication.k8s.io", "tokenreviews"),
             r("create", "authorization.k8s.io", "subjectaccessreviews"),
