@@ -22,6 +22,7 @@ mod policy;
 mod ready;
 mod scheduler;
 mod server;
+mod store;
 mod token;
 
 use cli::{Cli, Command};
@@ -75,6 +76,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Images(cmd) => images::run(cmd),
+        Command::Store(cmd) => store::run(cmd),
         Command::Killall(args) => match killall::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -13,7 +13,8 @@
 //!   group commit), with in-process watch fan-out.
 //! - [`etcd::EtcdStore`]: an etcd v3 cluster through `etcd-client`.
 //!
-//! Both pass the same conformance suite (`tests/conformance/`).
+//! Both pass the same conformance suite (`tests/conformance/`), and both
+//! take backups ([`Store::snapshot`], [`snapshot`]).
 //!
 //! Only the API server depends on this crate (see DESIGN.md).
 
@@ -27,10 +28,12 @@ use futures::Stream;
 pub mod compactor;
 pub mod endpoint;
 pub mod etcd;
+pub mod snapshot;
 pub mod sqlite;
 
 pub use compactor::spawn_compactor;
 pub use endpoint::{open, DatastoreEndpoint};
+pub use snapshot::{Snapshot, SnapshotFormat};
 
 /// A store revision: etcd's `revision`, exposed by the API as `resourceVersion`.
 /// Revisions start at 1 for the first write; 0 never names a write.
@@ -260,6 +263,18 @@ pub trait Store: Send + Sync + 'static {
 
     /// The revision history has been compacted to (0 if never).
     async fn compacted_revision(&self) -> Result<Revision>;
+
+    /// Starts a consistent point-in-time copy of the whole store, in the
+    /// backend's own file format ([`snapshot`]): the embedded store copies
+    /// its database while writes go on; etcd streams its Maintenance
+    /// Snapshot. Wrappers (e.g. encryption at rest) forward it unchanged, so
+    /// encrypted values stay encrypted in the copy, as in an etcd snapshot.
+    ///
+    /// The default answers [`StoreError::Unavailable`]: a backend that
+    /// cannot take snapshots.
+    async fn snapshot(&self) -> Result<Snapshot> {
+        Err(StoreError::Unavailable("this storage backend cannot take snapshots".into()))
+    }
 }
 
 /// A shared handle to a store.

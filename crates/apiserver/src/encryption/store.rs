@@ -256,6 +256,12 @@ impl Store for EncryptedStore {
     async fn compacted_revision(&self) -> Result<Revision> {
         self.inner.compacted_revision().await
     }
+
+    /// The inner store's snapshot, unchanged: encrypted values stay
+    /// encrypted in a backup, as in an etcd snapshot of kube-apiserver's data.
+    async fn snapshot(&self) -> Result<rkube_store::Snapshot> {
+        self.inner.snapshot().await
+    }
 }
 
 #[cfg(test)]

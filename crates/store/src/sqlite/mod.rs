@@ -16,6 +16,7 @@
 
 mod read;
 mod schema;
+mod snapshot;
 mod watch;
 mod writer;
 
@@ -34,6 +35,7 @@ use crate::{
     StoreError, Watch, WatchOptions,
 };
 use read::ReadPool;
+pub use snapshot::{check_snapshot_file, lock_path, restore_snapshot, RestoreOptions, RestoreReport};
 use writer::{Batch, Op, Reply, Request, Shared, Writer, WriterConfig};
 
 /// Tuning of [`SqliteStore`]. The defaults suit a production server; tests
@@ -106,28 +108,18 @@ impl Registration {
                 path.display()
             )));
         }
-        let mut lock_path = path.clone().into_os_string();
-        lock_path.push(".lock");
-        let lock_path = PathBuf::from(lock_path);
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| StoreError::Unavailable(format!("cannot open lock file {}: {e}", lock_path.display())))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
+        let lock_path = snapshot::lock_path(&path);
+        let lock = match snapshot::try_lock(&path) {
+            Ok(Some(lock)) => lock,
+            Ok(None) => {
                 return Err(StoreError::Unavailable(format!(
                     "sqlite store {} is in use by another process (it holds {}); only one rkube server may use a data dir: stop the other one or choose another --data-dir",
                     path.display(),
                     lock_path.display()
                 )))
             }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(StoreError::Unavailable(format!("cannot lock {}: {e}", lock_path.display())))
-            }
-        }
+            Err(e) => return Err(StoreError::Unavailable(format!("cannot lock {}: {e}", lock_path.display()))),
+        };
         open.insert(path.clone());
         Ok(Registration { path, _lock: lock })
     }
@@ -332,7 +324,35 @@ impl Store for SqliteStore {
     async fn compacted_revision(&self) -> Result<Revision> {
         Ok(self.shared.compacted.load(std::sync::atomic::Ordering::SeqCst))
     }
+
+    /// `VACUUM INTO` a temporary file next to the database, unlinked at
+    /// once and streamed from the open file (see `snapshot.rs`); the
+    /// revision is the copy's own `current_revision`.
+    async fn snapshot(&self) -> Result<crate::Snapshot> {
+        if self.requests.is_none() {
+            return Err(self.stopped());
+        }
+        let path = self.path.clone();
+        let (file, revision, size) = tokio::task::spawn_blocking(move || snapshot::take(&path))
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("the sqlite snapshot task failed: {e}")))??;
+        tracing::info!(component = "store", path = %self.path.display(), revision, bytes = size, "took a snapshot");
+        let file = tokio::fs::File::from_std(file);
+        let data = futures::stream::try_unfold(file, |mut file| async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = bytes::BytesMut::with_capacity(SNAPSHOT_CHUNK);
+            let n = file
+                .read_buf(&mut buf)
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("reading the snapshot copy failed: {e}")))?;
+            Ok::<_, StoreError>((n > 0).then(|| (buf.freeze(), file)))
+        });
+        Ok(crate::Snapshot { format: crate::SnapshotFormat::Sqlite, revision, size: Some(size), data: Box::pin(data) })
+    }
 }
+
+/// Bytes per chunk of a snapshot stream.
+const SNAPSHOT_CHUNK: usize = 256 * 1024;
 
 #[cfg(test)]
 mod tests {
