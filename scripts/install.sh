@@ -26,3 +26,7 @@ echo "rkube install: building rkube (release; the first build takes several minu
 cargo build --release --locked -p rkube
 install -m 0755 "${CARGO_TARGET_DIR:-target}/release/rkube" /usr/local/bin/rkube
 echo "rkube install: installed /usr/local/bin/rkube ($(/usr/local/bin/rkube --version))"
+# The images pods can use without a registry: registry.k8s.io/pause:3.10 and
+# docker.io/library/busybox:<this machine's busybox version>, left in
+# /var/lib/rkube/agent/images for the node agent to import (at once if it runs).
+/usr/local/bin/rkube images build-local

@@ -162,7 +162,8 @@ pub fn endpoint_slice(config: &DnsConfig, owner_uid: &str) -> EndpointSlice {
 
 /// Ensures the Service (created if missing; an existing one with another
 /// ClusterIP is logged, not changed — ClusterIP is immutable) and this
-/// server's EndpointSlice (created, or replaced if it differs).
+/// server's EndpointSlice (created, or replaced if it differs; none for a
+/// loopback advertise address, which upstream refuses as an endpoint).
 pub async fn publish(config: &DnsConfig) -> Result<(), kube::Error> {
     let services: Api<Service> = Api::namespaced(config.client.clone(), NAMESPACE);
     let want = service(config);
@@ -181,6 +182,10 @@ pub async fn publish(config: &DnsConfig) -> Result<(), kube::Error> {
     if have_ip != config.service_ip.to_string() {
         warn!(component = "cluster-dns", have = %have_ip, want = %config.service_ip,
             "Service kube-system/kube-dns has another ClusterIP than --cluster-dns; pods' resolv.conf will not reach it — delete the Service to have it recreated");
+    }
+    if config.advertise_address.is_loopback() {
+        // Upstream refuses loopback endpoints (and pods could not reach one); see publish_loop.
+        return Ok(());
     }
     let uid = svc.metadata.uid.clone().unwrap_or_default();
     let slices: Api<EndpointSlice> = Api::namespaced(config.client.clone(), NAMESPACE);
@@ -223,6 +228,10 @@ const REPUBLISH_PERIOD: Duration = Duration::from_secs(20);
 /// [`publish`] now and every [`REPUBLISH_PERIOD`] (re-creating what
 /// someone deleted); errors are logged and retried after 2 s.
 pub async fn publish_loop(config: DnsConfig) {
+    if config.advertise_address.is_loopback() {
+        warn!(component = "cluster-dns", address = %config.advertise_address,
+            "the advertise address is loopback: pods cannot reach it and the API refuses loopback endpoints, so kube-dns gets no endpoint from this server; start rkube with a non-loopback --advertise-address for pods to use cluster DNS");
+    }
     loop {
         let wait = match publish(&config).await {
             Ok(()) => REPUBLISH_PERIOD,

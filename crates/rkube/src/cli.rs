@@ -51,6 +51,12 @@ pub enum Command {
     #[command(subcommand)]
     Images(ImagesCommand),
 
+    /// Back up and restore the cluster's store: `rkube store snapshot save FILE`
+    /// through the running API server, `rkube store snapshot restore FILE`
+    /// into a stopped server's data dir (embedded store).
+    #[command(subcommand)]
+    Store(crate::store::StoreCommand),
+
     /// Remove everything a stopped server's or agent's node left running on
     /// this host: containerd and its containers, pod mounts, bridge and
     /// logs, the node network's routes, device and nft tables.
@@ -257,6 +263,28 @@ pub struct ServerArgs {
     #[arg(long, value_name = "DURATION", default_value = "1h0m0s", value_parser = parse_go_duration, env = "RKUBE_EVENT_TTL")]
     pub event_ttl: std::time::Duration,
 
+    /// tolerationSeconds of the `node.kubernetes.io/not-ready:NoExecute`
+    /// toleration the DefaultTolerationSeconds admission plugin adds to
+    /// every new pod that does not tolerate that taint yet
+    /// (kube-apiserver's --default-not-ready-toleration-seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, allow_negative_numbers = true,
+        env = "RKUBE_DEFAULT_NOT_READY_TOLERATION_SECONDS")]
+    pub default_not_ready_toleration_seconds: i64,
+
+    /// The same for the `node.kubernetes.io/unreachable:NoExecute` taint
+    /// (kube-apiserver's --default-unreachable-toleration-seconds).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, allow_negative_numbers = true,
+        env = "RKUBE_DEFAULT_UNREACHABLE_TOLERATION_SECONDS")]
+    pub default_unreachable_toleration_seconds: i64,
+
+    /// How often the built-in metrics-server (the metrics.k8s.io API behind
+    /// `kubectl top`) scrapes every kubelet's /metrics/resource, as a Go
+    /// duration; CPU usage is the rate between the last two scrapes
+    /// (metrics-server's --metric-resolution; k3s runs it at 15s).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_go_duration,
+        env = "RKUBE_METRIC_RESOLUTION")]
+    pub metric_resolution: std::time::Duration,
+
     /// Most non-mutating requests in flight at once; beyond it the answer is
     /// 429 with Retry-After (watches and other long-running requests are
     /// exempt; 0 means no limit).
@@ -401,6 +429,38 @@ pub struct ServerArgs {
         env = "RKUBE_TERMINATED_POD_GC_THRESHOLD"
     )]
     pub terminated_pod_gc_threshold: i32,
+
+    /// How often the horizontal pod autoscaler reconciles every HPA
+    /// (kube-controller-manager's --horizontal-pod-autoscaler-sync-period).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_go_duration,
+        env = "RKUBE_HORIZONTAL_POD_AUTOSCALER_SYNC_PERIOD")]
+    pub horizontal_pod_autoscaler_sync_period: std::time::Duration,
+
+    /// Minimum relative change of the usage-to-target ratio for the HPA to
+    /// scale (--horizontal-pod-autoscaler-tolerance).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.1, env = "RKUBE_HORIZONTAL_POD_AUTOSCALER_TOLERANCE")]
+    pub horizontal_pod_autoscaler_tolerance: f64,
+
+    /// After a pod starts, how long its CPU samples count only once it is
+    /// Ready for a full metric window
+    /// (--horizontal-pod-autoscaler-cpu-initialization-period).
+    #[arg(long, value_name = "DURATION", default_value = "5m0s", value_parser = parse_go_duration,
+        env = "RKUBE_HORIZONTAL_POD_AUTOSCALER_CPU_INITIALIZATION_PERIOD")]
+    pub horizontal_pod_autoscaler_cpu_initialization_period: std::time::Duration,
+
+    /// After the CPU initialization period, an unready pod is still ignored
+    /// if its readiness last changed within this long of its start
+    /// (--horizontal-pod-autoscaler-initial-readiness-delay).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_go_duration,
+        env = "RKUBE_HORIZONTAL_POD_AUTOSCALER_INITIAL_READINESS_DELAY")]
+    pub horizontal_pod_autoscaler_initial_readiness_delay: std::time::Duration,
+
+    /// How far back the HPA looks for a higher recommendation before
+    /// scaling down, when an HPA sets no behavior
+    /// (--horizontal-pod-autoscaler-downscale-stabilization).
+    #[arg(long, value_name = "DURATION", default_value = "5m0s", value_parser = parse_go_duration,
+        env = "RKUBE_HORIZONTAL_POD_AUTOSCALER_DOWNSCALE_STABILIZATION")]
+    pub horizontal_pod_autoscaler_downscale_stabilization: std::time::Duration,
 }
 
 /// The node agent's eviction and image GC flags (upstream kubelet's names and defaults).
@@ -578,6 +638,13 @@ mod tests {
     }
 
     #[test]
+    fn metric_resolution_defaults_to_15s() {
+        assert_eq!(parse(&[]).unwrap().metric_resolution, std::time::Duration::from_secs(15));
+        let args = parse(&["--metric-resolution", "2s"]).unwrap();
+        assert_eq!(args.metric_resolution, std::time::Duration::from_secs(2));
+    }
+
+    #[test]
     fn event_ttl_takes_go_durations() {
         assert_eq!(parse(&[]).unwrap().event_ttl, std::time::Duration::from_secs(3600));
         assert_eq!(parse_go_duration("1h30m").unwrap(), std::time::Duration::from_secs(5400));
@@ -592,6 +659,17 @@ mod tests {
         for bad in ["", "1d", "h", "10"] {
             assert!(parse_go_duration(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn default_toleration_seconds_default_to_upstreams_and_take_numbers() {
+        let args = parse(&[]).unwrap();
+        assert_eq!((args.default_not_ready_toleration_seconds, args.default_unreachable_toleration_seconds), (300, 300));
+        let args =
+            parse(&["--default-not-ready-toleration-seconds", "5", "--default-unreachable-toleration-seconds", "10"])
+                .unwrap();
+        assert_eq!((args.default_not_ready_toleration_seconds, args.default_unreachable_toleration_seconds), (5, 10));
+        assert!(parse(&["--default-unreachable-toleration-seconds", "soon"]).is_err());
     }
 
     #[test]

@@ -10,7 +10,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use anyhow::anyhow;
-use rkube_apiserver::health::Health;
 use rkube_client::client::ApiEndpoint;
 use rkube_pki::ClusterPki;
 use tokio::sync::oneshot;
@@ -62,17 +61,18 @@ pub struct Handle {
     task: tokio::task::JoinHandle<()>,
 }
 
-/// Starts the DNS server once `/readyz` passes (its RBAC comes from
-/// [`crate::policy`]).
-pub fn spawn(setup: Setup, health: Health) -> Handle {
+/// Starts the DNS server once `ready` says the API server can be used
+/// (false: give up) — after `/readyz` and its RBAC from [`crate::policy`].
+pub fn spawn(setup: Setup, ready: impl std::future::Future<Output = bool> + Send + 'static) -> Handle {
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         let stopped = async {
             let _ = stopped.await;
         };
         tokio::pin!(stopped);
-        if !crate::ready::wait_until_ready(&health, &mut stopped).await {
-            return;
+        tokio::select! {
+            ok = ready => if !ok { return },
+            _ = &mut stopped => return,
         }
         let client = match rkube_client::client::with_certificate(&setup.endpoint, &setup.cert_pem, &setup.key_pem) {
             Ok(c) => c,

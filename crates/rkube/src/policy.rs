@@ -13,10 +13,31 @@ use rkube_pki::CertAndKey;
 
 const COMPONENT: &str = "rkube";
 
+/// The task applying the objects, and whether it has.
+pub struct Policy {
+    /// Abort it to give up (at shutdown).
+    pub task: tokio::task::JoinHandle<()>,
+    applied: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Policy {
+    /// Resolves once the objects exist, or after `limit` (the components
+    /// that need them then start anyway and retry their refused requests),
+    /// so that cluster DNS and NetworkPolicy enforcement do not begin a
+    /// fresh server's life with 403s.
+    pub fn applied(&self, limit: Duration) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut applied = self.applied.clone();
+        async move {
+            let _ = tokio::time::timeout(limit, applied.wait_for(|done| *done)).await;
+        }
+    }
+}
+
 /// Applies the objects once `/readyz` passes, retrying every 2 s until it
-/// succeeds; abort the task to give up (at shutdown).
-pub fn spawn(endpoint: ApiEndpoint, admin: CertAndKey, health: Health) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+/// succeeds.
+pub fn spawn(endpoint: ApiEndpoint, admin: CertAndKey, health: Health) -> Policy {
+    let (done, applied) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(async move {
         if !crate::ready::wait_until_ready(&health, &mut std::future::pending::<()>()).await {
             return;
         }
@@ -33,7 +54,10 @@ pub fn spawn(endpoint: ApiEndpoint, admin: CertAndKey, health: Health) -> tokio:
                 rkube_netpol::ensure_rbac(&client).await
             };
             match applied.await {
-                Ok(()) => return,
+                Ok(()) => {
+                    let _ = done.send(true);
+                    return;
+                }
                 Err(e) => {
                     tracing::warn!(
                         component = COMPONENT,
@@ -43,5 +67,6 @@ pub fn spawn(endpoint: ApiEndpoint, admin: CertAndKey, health: Health) -> tokio:
                 }
             }
         }
-    })
+    });
+    Policy { task, applied }
 }

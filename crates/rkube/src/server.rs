@@ -83,14 +83,27 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             crate::ready::wait_until_ready(&health, &mut std::future::pending::<()>()).await
         })
     });
+    // Cluster DNS and NetworkPolicy enforcement need rkube's own RBAC objects.
+    let policy = crate::policy::spawn(admin.0, admin.1, server.health());
+    let rbac_limit = Duration::from_secs(10);
     let network = network.map(|setup| {
         let health = server.health();
+        let rbac = policy.applied(rbac_limit);
         crate::networking::spawn(setup, async move {
-            crate::ready::wait_until_ready(&health, &mut std::future::pending::<()>()).await
+            let ready = crate::ready::wait_until_ready(&health, &mut std::future::pending::<()>()).await;
+            rbac.await;
+            ready
         })
     });
-    let dns = dns.map(|setup| crate::dns::spawn(setup, server.health()));
-    let policy = crate::policy::spawn(admin.0, admin.1, server.health());
+    let dns = dns.map(|setup| {
+        let health = server.health();
+        let rbac = policy.applied(rbac_limit);
+        crate::dns::spawn(setup, async move {
+            let ready = crate::ready::wait_until_ready(&health, &mut std::future::pending::<()>()).await;
+            rbac.await;
+            ready
+        })
+    });
     let health = server.health();
     let ready = tokio::spawn(async move {
         let started = std::time::Instant::now();
@@ -129,7 +142,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     });
 
     ready.abort();
-    policy.abort();
+    policy.task.abort();
     // The agent stops (and its containerd with it) while the API still answers.
     if let Some(agent) = agent {
         agent.stop().await;
@@ -264,6 +277,11 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
             kubelet_client: Some(std::sync::Arc::new(kubelet_client)),
             authenticator: std::sync::Arc::new(authenticator(&args)?),
             audit,
+            default_toleration_seconds: rkube_apiserver::admission::tolerations::DefaultTolerationSeconds {
+                not_ready: args.default_not_ready_toleration_seconds,
+                unreachable: args.default_unreachable_toleration_seconds,
+            },
+            metric_resolution: args.metric_resolution,
         },
         inflight: rkube_apiserver::filters::InflightLimits {
             max_read_only: args.max_requests_inflight,

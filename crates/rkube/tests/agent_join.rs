@@ -134,16 +134,9 @@ fn agent_args(server: &TestServer, token: &str, kubelet_port: u16, cluster_cidr:
     .collect()
 }
 
-fn require_root_and_runtime() {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(unsafe { libc::geteuid() }, 0, "the node tests run as root (as CI does)");
-    rkube_kubelet::host::check_runtime_binaries()
-        .unwrap_or_else(|e| panic!("{e}. Run the tests through scripts/test.sh, which installs them."));
-}
-
 #[test]
 fn an_agent_joins_with_a_token_gets_approved_certificates_and_its_node_becomes_ready() {
-    require_root_and_runtime();
+    support::require_root_and_runtime();
     // A pod range of its own: the joined node's pods get a bridge on this host.
     let cidr = support::free_cluster_cidr();
     let server = TestServer::start_with(TestServerOptions {
@@ -345,7 +338,7 @@ fn an_agent_joins_with_a_token_gets_approved_certificates_and_its_node_becomes_r
 
 #[test]
 fn a_bad_token_or_an_unreachable_server_fails_with_a_clear_error() {
-    require_root_and_runtime();
+    support::require_root_and_runtime();
     let server = TestServer::start_with(TestServerOptions { controllers: true, ..Default::default() });
     let token = token_create(&server);
     let tmp = tempfile::tempdir().unwrap();

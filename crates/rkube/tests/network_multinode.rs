@@ -30,13 +30,6 @@ const NODES: [&str; 2] = ["net-a", "net-b"];
 /// How long pods, nodes and rules get to settle (generous: CI runs tests side by side).
 const SETTLE: Duration = Duration::from_secs(120);
 
-fn require_root_and_runtime() {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(unsafe { libc::geteuid() }, 0, "the network tests run as root (as CI does)");
-    rkube_kubelet::host::check_runtime_binaries()
-        .unwrap_or_else(|e| panic!("{e}. Run the tests through scripts/test.sh, which installs them."));
-}
-
 /// The cluster under test; fields drop in order: agents, then namespaces, then the server.
 struct Cluster {
     agents: Vec<NetnsAgent>,
@@ -49,7 +42,7 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
-        require_root_and_runtime();
+        support::require_root_and_runtime();
         let net = TestNetwork::create(NODES.len());
         let cluster_cidr = support::free_cluster_cidr();
         let service_cidr = support::free_cluster_cidr();

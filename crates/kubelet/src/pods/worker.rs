@@ -455,8 +455,10 @@ impl PodWorker {
                 continue;
             }
             init_done = false;
+            // A Created one was never started (rkube stopped between create and start, since a
+            // failed start removes it): start a new one, as upstream's computeInitContainerActions.
             match cur {
-                Some(i) if i.running() || i.state == super::snapshot::State::Created => {}
+                Some(i) if i.running() => {}
                 Some(i) if i.exited() && policy == "Never" => {} // the pod fails (status decides)
                 prev => match self.start_container(pod, c, true, &sb, prev.as_ref(), &vols, &pod_ips).await {
                     Some(wait) => next = next.min(wait),
@@ -495,7 +497,16 @@ impl PodWorker {
                             }
                         }
                     }
-                    Some(_) => {} // created or unknown: the next relist tells
+                    // Created, never started (rkube stopped between create and start; a failed
+                    // start removes it): upstream's ShouldContainerBeRestarted always starts a
+                    // new one, whatever the restart policy.
+                    Some(i) if i.state == super::snapshot::State::Created => {
+                        match self.start_container(pod, c, false, &sb, Some(&i), &vols, &pod_ips).await {
+                            Some(wait) => next = next.min(wait),
+                            None => started_any = true,
+                        }
+                    }
+                    Some(_) => {} // unknown: the next relist tells
                     None => match self.start_container(pod, c, false, &sb, None, &vols, &pod_ips).await {
                         Some(wait) => next = next.min(wait),
                         None => started_any = true,

@@ -21,6 +21,7 @@ pub mod etcd;
 
 mod cluster;
 pub mod netns;
+pub mod netns_server;
 pub mod node;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -405,6 +406,15 @@ impl Drop for TestServer {
             self.wait_or_kill(Duration::from_secs(3));
         }
     }
+}
+
+/// Panics unless the test runs as root on a machine with containerd, runc
+/// and the CNI plugins, as CI does (scripts/test.sh installs them).
+pub fn require_root_and_runtime() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "the node, network and end-to-end tests run as root (as CI does)");
+    rkube_kubelet::host::check_runtime_binaries()
+        .unwrap_or_else(|e| panic!("{e}. Run the tests through scripts/test.sh, which installs them."));
 }
 
 /// A `10.N.0.0/16` range (N in 100..=250) no interface address or route

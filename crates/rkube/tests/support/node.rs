@@ -50,10 +50,7 @@ impl NodeCluster {
     /// Builds the local images into a fresh data dir, starts the server with
     /// its agent and `extra_args`, and waits (up to 90 s) for the node to be Ready.
     pub fn start(extra_args: &[&str]) -> NodeCluster {
-        // SAFETY: geteuid has no preconditions.
-        assert_eq!(unsafe { libc::geteuid() }, 0, "the node tests run as root (as CI does)");
-        rkube_kubelet::host::check_runtime_binaries()
-            .unwrap_or_else(|e| panic!("{e}. Run the tests through scripts/test.sh, which installs them."));
+        super::require_root_and_runtime();
         let tmp = tempfile::Builder::new().prefix("rkube-node-").tempdir().unwrap();
         let data_dir = tmp.path().to_path_buf();
         let node = format!("node-{}", &data_dir.file_name().unwrap().to_string_lossy().to_lowercase()[11..]);
