@@ -243,6 +243,8 @@ pub fn plan(ep: &Endpoints, mut desired: Desired, existing: Vec<EndpointSlice>, 
 struct State {
     ctx: Arc<Ctx>,
     services: Store<Service>,
+    /// The Service store's initial sync (see `runtime::StoreReady`).
+    services_ready: runtime::StoreReady,
 }
 
 impl HasBackoff for State {
@@ -296,7 +298,8 @@ pub async fn run(ctx: Arc<Ctx>, stop: Stop) {
         });
     let queue = futures::stream::select_all([ep_events.boxed(), svc_events.boxed(), slices.boxed()])
         .take_until(runtime::stopped(stop.clone()));
-    let state = Arc::new(State { ctx, services });
+    let services_ready = runtime::StoreReady::new(&services);
+    let state = Arc::new(State { ctx, services, services_ready });
     let applier = controller::applier(
         |ep, state: Arc<State>| Box::pin(reconcile(ep, state)),
         runtime::error_policy,
@@ -348,7 +351,7 @@ async fn reconcile(ep: Arc<Endpoints>, state: Arc<State>) -> Result<Action, Erro
     let key = runtime::key_of(ep.as_ref());
     let ns = ep.metadata.namespace.clone().unwrap_or_default();
     let name = ep.metadata.name.clone().unwrap_or_default();
-    if tokio::time::timeout(std::time::Duration::from_secs(30), state.services.wait_until_ready()).await.is_err() {
+    if tokio::time::timeout(std::time::Duration::from_secs(30), state.services_ready.wait()).await.is_err() {
         return Err(Error::Other("service cache not synced yet".into()));
     }
     let svc = state.services.get(&ObjectRef::new(&name).within(&ns));

@@ -109,6 +109,42 @@ where
     tracing::info!(component = name, "controller stopped");
 }
 
+/// The readiness of an informer's store (its first list applied), which
+/// any number of tasks may await at once, unlike kube-runtime's
+/// `Store::wait_until_ready`: that one parks every caller on a single
+/// oneshot receiver, which keeps only the waker of the last task that
+/// polled it, so when several reconciles wait for the initial sync
+/// together (one per key, as after a restart with existing objects) only
+/// the last one is woken and the others wait forever, leaving their keys
+/// never reconciled again. This wraps the one wait in a shared future
+/// that wakes every waiter (upstream controllers wait for
+/// `cache.WaitForCacheSync` once before starting their workers).
+///
+/// Create it once per store and let nothing else call the store's
+/// `wait_until_ready` (another poller would take the single waker).
+#[derive(Clone)]
+pub struct StoreReady(futures::future::Shared<futures::future::BoxFuture<'static, bool>>);
+
+impl StoreReady {
+    /// Readiness of `store`.
+    pub fn new<K>(store: &kube::runtime::reflector::Store<K>) -> StoreReady
+    where
+        K: kube::Resource + Clone + Send + Sync + 'static,
+        K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+    {
+        let store = store.clone();
+        StoreReady(futures::FutureExt::shared(futures::FutureExt::boxed(async move {
+            store.wait_until_ready().await.is_ok()
+        })))
+    }
+
+    /// Waits until the store has applied its first list: `true`, or
+    /// `false` if its writer was dropped before that (the informer stopped).
+    pub async fn wait(&self) -> bool {
+        self.0.clone().await
+    }
+}
+
 /// The context every controller's reconcile gets: its own client (its
 /// identity), its back-off state and the manager's settings.
 pub struct Ctx {
@@ -160,6 +196,45 @@ impl HasBackoff for Ctx {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Several reconciles waiting for the initial sync at once are all
+    /// released by it (with `Store::wait_until_ready` only the last
+    /// poller was woken).
+    #[tokio::test]
+    async fn every_waiter_of_a_store_is_released_by_its_initial_sync() {
+        use k8s_openapi::api::core::v1::Pod;
+        use kube::runtime::{reflector, watcher};
+        let (store, mut writer) = reflector::store::<Pod>();
+        let ready = StoreReady::new(&store);
+        let waiters: Vec<_> = (0..4)
+            .map(|_| {
+                let ready = ready.clone();
+                tokio::spawn(async move { ready.wait().await })
+            })
+            .collect();
+        // Let every waiter poll (and park) before the sync.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(waiters.iter().all(|w| !w.is_finished()), "nobody is released before the initial list");
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        for w in waiters {
+            let released = tokio::time::timeout(Duration::from_secs(10), w).await;
+            assert!(matches!(released, Ok(Ok(true))), "a waiter was not released: {released:?}");
+        }
+        // Later callers pass at once.
+        assert!(ready.wait().await);
+    }
+
+    #[tokio::test]
+    async fn a_store_whose_writer_is_dropped_is_never_ready() {
+        use k8s_openapi::api::core::v1::Pod;
+        let (store, writer) = kube::runtime::reflector::store::<Pod>();
+        let ready = StoreReady::new(&store);
+        drop(writer);
+        assert!(!ready.wait().await);
+    }
 
     #[test]
     fn backoff_doubles_from_5ms_to_1000s_per_key() {

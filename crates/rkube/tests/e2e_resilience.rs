@@ -370,13 +370,11 @@ fn rollout_survives_a_server_kill(datastore: Option<String>) {
 }
 
 #[test]
-#[ignore = "known bug (issue 9 item 6): after a kill -9 mid-rollout the new ReplicaSet's status stays at readyReplicas 0 although its pod is Ready, so the rollout stalls"]
 fn a_rolling_update_completes_after_the_server_is_killed_mid_rollout() {
     rollout_survives_a_server_kill(None);
 }
 
 #[test]
-#[ignore = "known bug (issue 9 item 6): after a kill -9 mid-rollout the new ReplicaSet's status stays at readyReplicas 0 although its pod is Ready, so the rollout stalls"]
 fn a_rolling_update_completes_after_the_server_is_killed_mid_rollout_on_etcd() {
     let etcd = support::etcd::EtcdProcess::start().unwrap_or_else(|e| panic!("{e}"));
     let endpoint = format!("etcd://{}", etcd.endpoint().trim_start_matches("http://"));

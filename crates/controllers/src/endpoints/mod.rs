@@ -43,6 +43,8 @@ pub const OVER_CAPACITY: &str = "endpoints.kubernetes.io/over-capacity";
 struct State {
     ctx: Arc<Ctx>,
     pods: Store<Pod>,
+    /// The pod store's initial sync (see `runtime::StoreReady`).
+    pods_ready: runtime::StoreReady,
     triggers: Arc<TriggerTimeTracker>,
 }
 
@@ -78,7 +80,8 @@ pub async fn run(ctx: Arc<Ctx>, stop: Stop) {
         })
     };
     let inf = informers::start(client, NAME, false, endpoints, Some(on_delete), stop.clone());
-    let state = Arc::new(State { ctx, pods: inf.pods, triggers });
+    let pods_ready = runtime::StoreReady::new(&inf.pods);
+    let state = Arc::new(State { ctx, pods: inf.pods, pods_ready, triggers });
     let applier = controller::applier(
         |svc, state: Arc<State>| Box::pin(reconcile(svc, state)),
         runtime::error_policy,
@@ -194,7 +197,7 @@ async fn reconcile(svc: Arc<Service>, state: Arc<State>) -> Result<Action, Error
     if spec.type_.as_deref() == Some("ExternalName") || endpoint::selector(&svc).is_none() {
         return ctx.done(&key, Action::await_change());
     }
-    if tokio::time::timeout(std::time::Duration::from_secs(30), state.pods.wait_until_ready()).await.is_err() {
+    if tokio::time::timeout(std::time::Duration::from_secs(30), state.pods_ready.wait()).await.is_err() {
         return Err(Error::Other("pod cache not synced yet".into()));
     }
     let ns = svc.metadata.namespace.clone().unwrap_or_default();

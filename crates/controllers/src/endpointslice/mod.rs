@@ -55,6 +55,8 @@ struct State {
     ctx: Arc<Ctx>,
     pods: Store<Pod>,
     nodes: Store<Node>,
+    /// The pod and node stores' initial syncs (see `runtime::StoreReady`).
+    ready: (runtime::StoreReady, runtime::StoreReady),
     triggers: Arc<TriggerTimeTracker>,
 }
 
@@ -82,7 +84,9 @@ pub async fn run(ctx: Arc<Ctx>, stop: Stop) {
     let forget = triggers.clone();
     let on_delete: informers::OnDelete = Arc::new(move |svc: Service| forget.delete(&runtime::key_of(&svc)));
     let inf = informers::start(client, NAME, true, slices, Some(on_delete), stop.clone());
-    let state = Arc::new(State { ctx, pods: inf.pods, nodes: inf.nodes.expect("asked for nodes"), triggers });
+    let nodes = inf.nodes.expect("asked for nodes");
+    let ready = (runtime::StoreReady::new(&inf.pods), runtime::StoreReady::new(&nodes));
+    let state = Arc::new(State { ctx, pods: inf.pods, nodes, ready, triggers });
     let queue = inf.queue;
     let applier = controller::applier(
         |svc, state: Arc<State>| Box::pin(reconcile(svc, state)),
@@ -113,8 +117,8 @@ async fn reconcile(svc: Arc<Service>, state: Arc<State>) -> Result<Action, Error
         return ctx.done(&key, Action::await_change());
     }
     let ready = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        let _ = state.pods.wait_until_ready().await;
-        let _ = state.nodes.wait_until_ready().await;
+        state.ready.0.wait().await;
+        state.ready.1.wait().await;
     });
     if ready.await.is_err() {
         return Err(Error::Other("pod and node caches not synced yet".into()));

@@ -176,6 +176,8 @@ pub struct State {
     ctx: Arc<Ctx>,
     kind: &'static str,
     pods: Store<Pod>,
+    /// The pod store's initial sync, awaited by every reconcile.
+    pods_ready: runtime::StoreReady,
     owners: OwnersIn,
     expectations: Expectations,
     recorder: Recorder,
@@ -240,10 +242,12 @@ async fn run_kind<K: Workload>(ctx: Arc<Ctx>, recorder: Recorder, stop: Stop) {
     let controller = Controller::new(Api::<K>::all(ctx.reader.clone()), watcher::Config::default());
     let owner_store = controller.store();
     let (pods, writer) = reflector::store::<Pod>();
+    let pods_ready = runtime::StoreReady::new(&pods);
     let state = Arc::new(State {
         ctx: ctx.clone(),
         kind: kind_name::<K>(),
         pods,
+        pods_ready,
         owners: Box::new(move |ns: &str| {
             owner_store
                 .state()
@@ -278,13 +282,16 @@ fn kind_name<K: Workload>() -> &'static str {
 
 async fn reconcile<K: Workload>(obj: Arc<K>, st: Arc<State>) -> Result<Action, Error> {
     let key = runtime::key_of(obj.as_ref());
+    tracing::debug!(component = st.ctx.name, owner = %key, "sync start");
     // Upstream waits for its informers to sync: acting on a pod cache not
-    // yet filled would create every replica again.
-    if st.pods.wait_until_ready().await.is_err() {
+    // yet filled would create every replica again. (Not the store's own
+    // `wait_until_ready`: see `runtime::StoreReady`.)
+    if !st.pods_ready.wait().await {
         return Err(Error::Other("the pod informer stopped".into()));
     }
     let rs = obj.as_replica_set();
     let next = sync(&st, obj.as_ref(), &rs).await?;
+    tracing::debug!(component = st.ctx.name, owner = %key, "sync done");
     st.ctx.done(&key, next.map_or_else(Action::await_change, Action::requeue))
 }
 

@@ -28,6 +28,10 @@ use super::snapshot::{Instance, PodSnapshot};
 use super::status::{self, is_sidecar, Verdict, Waiting};
 use super::{container, hooks, images, labels, sandbox};
 
+/// The Killing event's message for a container in the runtime's unknown
+/// state, killed before a new one starts (upstream's computePodActions).
+const UNKNOWN_STATE_KILL: &str = "Container is in \"unknown\" state, try killing it before launching new one";
+
 const COMPONENT: &str = "kubelet";
 /// Upstream's minimumGracePeriodInSeconds: the least a container gets to stop.
 pub const MINIMUM_GRACE_PERIOD_SECONDS: i64 = 2;
@@ -456,14 +460,20 @@ impl PodWorker {
             }
             init_done = false;
             // A Created one was never started (rkube stopped between create and start, since a
-            // failed start removes it): start a new one, as upstream's computeInitContainerActions.
+            // failed start removes it): start a new one, as upstream's computeInitContainerActions;
+            // an Unknown one is killed first.
             match cur {
                 Some(i) if i.running() => {}
                 Some(i) if i.exited() && policy == "Never" => {} // the pod fails (status decides)
-                prev => match self.start_container(pod, c, true, &sb, prev.as_ref(), &vols, &pod_ips).await {
-                    Some(wait) => next = next.min(wait),
-                    None => started_any = true,
-                },
+                prev => {
+                    if let Some(i) = prev.as_ref().filter(|i| i.state == super::snapshot::State::Unknown) {
+                        self.kill_container(pod, i, UNKNOWN_STATE_KILL, None).await;
+                    }
+                    match self.start_container(pod, c, true, &sb, prev.as_ref(), &vols, &pod_ips).await {
+                        Some(wait) => next = next.min(wait),
+                        None => started_any = true,
+                    }
+                }
             }
             break;
         }
@@ -498,15 +508,19 @@ impl PodWorker {
                         }
                     }
                     // Created, never started (rkube stopped between create and start; a failed
-                    // start removes it): upstream's ShouldContainerBeRestarted always starts a
-                    // new one, whatever the restart policy.
-                    Some(i) if i.state == super::snapshot::State::Created => {
+                    // start removes it) or Unknown (rkube was killed while the runtime made it):
+                    // upstream's ShouldContainerBeRestarted always starts a new one, whatever the
+                    // restart policy, and computePodActions kills an Unknown one first so that two
+                    // instances never run.
+                    Some(i) => {
+                        if i.state == super::snapshot::State::Unknown {
+                            self.kill_container(pod, &i, UNKNOWN_STATE_KILL, None).await;
+                        }
                         match self.start_container(pod, c, false, &sb, Some(&i), &vols, &pod_ips).await {
                             Some(wait) => next = next.min(wait),
                             None => started_any = true,
                         }
                     }
-                    Some(_) => {} // unknown: the next relist tells
                     None => match self.start_container(pod, c, false, &sb, None, &vols, &pod_ips).await {
                         Some(wait) => next = next.min(wait),
                         None => started_any = true,
