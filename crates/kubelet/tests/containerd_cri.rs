@@ -23,7 +23,7 @@ struct Cleanup {
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        // Dropping the handle SIGKILLs containerd if it still runs.
+        // Dropping the handle leaves containerd running; teardown_host_state stops it.
         drop(self.containerd.take());
         teardown_host_state(&self.paths);
         let left = host::remove_cgroup_tree(&self.cgroup_root);
@@ -259,8 +259,9 @@ async fn managed_containerd_is_restarted_after_it_dies() {
     external.stop().await;
     assert_eq!(guard.containerd.as_ref().unwrap().pid(), Some(second), "stopping an external runtime stops nothing");
 
-    // A containerd an earlier (killed) rkube left running for this data dir is
-    // replaced at start, not fought over.
+    // A containerd an earlier (stopped or killed) rkube left running for this
+    // data dir, with the config rkube writes now, is adopted at start: the
+    // same process, no restart.
     let config = guard.containerd.as_ref().unwrap().paths().config.clone();
     let socket = guard.paths.socket.clone();
     guard.containerd.as_mut().unwrap().stop().await;
@@ -282,9 +283,25 @@ async fn managed_containerd_is_restarted_after_it_dies() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     guard.containerd = Some(ManagedContainerd::start(data_dir.path(), StartOptions::default()).await.unwrap());
+    let adopted = guard.containerd.as_mut().unwrap();
+    assert!(adopted.adopted());
+    assert_eq!(adopted.pid(), Some(leftover.id()));
+    assert_eq!(adopted.client().version().await.unwrap().runtime_name, "containerd");
+    // detach() (the agent's SIGTERM path) leaves it running.
+    adopted.detach().await;
+    assert!(leftover.try_wait().unwrap().is_none(), "detach leaves containerd running");
+    assert_eq!(rkube_kubelet::containerd::managed_containerd_pids(&guard.paths), vec![leftover.id() as i32]);
+
+    // One running with another config than rkube writes now is replaced.
+    let mut changed = std::fs::read_to_string(&config).unwrap();
+    changed.push_str("# changed by hand\n");
+    std::fs::write(&config, changed).unwrap();
+    guard.containerd = Some(ManagedContainerd::start(data_dir.path(), StartOptions::default()).await.unwrap());
     let third = guard.containerd.as_ref().unwrap().pid().unwrap();
+    assert!(!guard.containerd.as_ref().unwrap().adopted());
     assert_ne!(third, leftover.id());
     assert!(leftover.try_wait().unwrap().is_some(), "the leftover containerd was stopped");
+    assert!(!std::fs::read_to_string(&config).unwrap().contains("changed by hand"), "the config is rewritten");
     assert_eq!(guard.containerd.as_ref().unwrap().client().version().await.unwrap().runtime_name, "containerd");
 
     // stop() ends it for good: TERM, and no restart.

@@ -1,8 +1,10 @@
 //! `rkube killall`: the explicit full stop of a node (k3s's
 //! `k3s-killall.sh`). Stopping `rkube server` or `rkube agent` leaves
 //! containerd, the pods and their network running so that a restart
-//! resumes them; this removes all of it for one data dir: containerd's
-//! shims and mounts, the pods' volume mounts, bridge and logs, the node
+//! resumes them (adopting the running containerd); this removes all of
+//! it for one data dir: the managed containerd (`containerd --config
+//! <data-dir>/agent/containerd/config.toml`: SIGTERM, SIGKILL after 10 s),
+//! its shims and mounts, the pods' volume mounts, bridge and logs, the node
 //! network's routes and device, kube-proxy's and NetworkPolicy's nft
 //! tables (as recorded in `<data-dir>/agent/network.json`), and the
 //! node's cgroup parent. It touches nothing that does not derive from the
@@ -35,7 +37,7 @@ pub struct KillallArgs {
 pub fn run(args: KillallArgs) -> anyhow::Result<()> {
     let data_dir = std::path::absolute(&args.data_dir)
         .with_context(|| format!("cannot resolve --data-dir {}", args.data_dir.display()))?;
-    tracing::info!(component = COMPONENT, data_dir = %data_dir.display(), "stopping containerd's shims and removing the pods' mounts, bridge and logs");
+    tracing::info!(component = COMPONENT, data_dir = %data_dir.display(), "stopping the managed containerd and its shims, removing the pods' mounts, bridge and logs");
     rkube_kubelet::containerd::teardown_node(&data_dir);
     match args.node_name.or_else(|| crate::networking::recorded_node_name(&data_dir)) {
         Some(node) => {

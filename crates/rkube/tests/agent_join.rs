@@ -19,8 +19,8 @@ use support::{TestServer, TestServerOptions};
 
 const NODE: &str = "joiner";
 
-/// A `rkube agent` child process; on drop it is killed (with its process
-/// group: containerd) and containerd's host state is removed.
+/// A `rkube agent` child process; on drop it is killed and `rkube killall`
+/// stops its containerd (in a session of its own) and removes its host state.
 struct AgentProcess {
     child: Option<Child>,
     data_dir: PathBuf,

@@ -2,17 +2,20 @@
 //! containers: `rkube server` with its agent, scheduler and controllers,
 //! driven with the real kubectl.
 //!
-//! - SIGTERM of the server leaves the pods' containers running; a restart
-//!   on the same data dir resumes them with their state: same pod UIDs,
-//!   same container IDs and processes, restart counts unchanged, Ready
-//!   again, no second copy of any container or sandbox.
+//! - SIGTERM of the server leaves the managed containerd and the pods'
+//!   containers running; a restart on the same data dir adopts that
+//!   containerd (same process) and resumes the pods with their state: same
+//!   pod UIDs, same container IDs and processes, restart counts unchanged,
+//!   Ready again, no second copy of any container or sandbox.
 //! - kill -9 of the server in the middle of a rolling update (`kubectl set
 //!   image`), then a restart: `kubectl rollout status` completes, every
 //!   pod runs the new template and the old ReplicaSet is scaled to 0
 //!   (conformance "Deployment RollingUpdate": old pods are deleted and new
 //!   ones created), on the embedded store and on etcd.
-//! - `rkube killall --data-dir` after a run with pods leaves nothing of
-//!   that data dir on the host: no containerd, shim or container process,
+//! - `rkube killall --data-dir` after a run with pods, the server stopped
+//!   by SIGTERM or killed by SIGKILL (both leave containerd running),
+//!   leaves nothing of that data dir on the host: no containerd (no process
+//!   with its `--config`), shim or container process,
 //!   no mount under the data dir or containerd's state dir, no pod bridge,
 //!   none of the routes, device or nft tables `<data-dir>/agent/network.json`
 //!   records, no `rkube-<node>` cgroup.
@@ -124,12 +127,28 @@ impl Node {
         self.server.as_ref().expect("the server runs")
     }
 
-    /// SIGTERM and wait for the exit (SIGKILL after 60 s); panics unless it exited by itself.
-    fn stop(&mut self) {
+    /// SIGTERM and wait for the exit (SIGKILL after 60 s); panics unless it
+    /// exited by itself, or unless it logged that it leaves its containerd
+    /// running (pid `containerd`).
+    fn stop(&mut self, containerd: i32) {
         let mut server = self.server.take().expect("the server runs");
         server.signal(libc::SIGTERM);
         let (status, _) = server.wait_exit(Duration::from_secs(60));
         assert!(status.success(), "rkube server exited with {status} after SIGTERM\n{}", tail(&server.logs()));
+        let left = format!("leaving the managed containerd (pid {containerd}) and the pods running");
+        wait_log(&server, &left);
+        assert!(server.logs().contains("rkube killall --data-dir"), "{}", tail(&server.logs()));
+    }
+
+    /// The one `containerd --config <data-dir>/agent/containerd/config.toml` running.
+    fn containerd(&self) -> i32 {
+        let pids = rkube_kubelet::containerd::managed_containerd_pids(&self.paths());
+        assert_eq!(pids.len(), 1, "one managed containerd runs: {pids:?}");
+        pids[0]
+    }
+
+    fn paths(&self) -> rkube_kubelet::containerd::RuntimePaths {
+        rkube_kubelet::containerd::RuntimePaths::new(&self.data_dir)
     }
 
     /// SIGKILL, and wait for the exit.
@@ -228,6 +247,15 @@ impl Node {
     }
 }
 
+/// Waits (up to 30 s: the log is read by a thread) until the server's log contains `line`.
+fn wait_log(server: &TestServer, line: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server.logs().contains(line) {
+        assert!(Instant::now() < deadline, "the server did not log {line:?}\n{}", tail(&server.logs()));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(80)..].join("\n")
@@ -286,13 +314,23 @@ fn sigterm_leaves_the_pods_running_and_a_restart_resumes_them_intact() {
         }
     }
 
-    n.stop();
-    // The containers outlive the server (containerd's shims keep them).
+    let containerd = n.containerd();
+
+    n.stop(containerd);
+    // containerd and the containers outlive the server.
+    assert!(alive(containerd), "containerd (pid {containerd}) stopped with the server");
+    assert_eq!(n.containerd(), containerd);
     for (id, pid) in &tasks {
         assert!(alive(*pid), "task {id} (pid {pid}) died with the server");
     }
 
     n.restart();
+    // The restarted server adopted that containerd: the same process, not a restart.
+    let adopting = format!("adopting the managed containerd (pid {containerd}) left running by the previous rkube");
+    wait_log(n.server(), &adopting);
+    assert!(alive(containerd), "the adopted containerd (pid {containerd}) is gone");
+    assert_eq!(n.containerd(), containerd, "containerd was restarted instead of adopted");
+    assert!(!n.server().logs().contains("starting the managed containerd"), "{}", tail(&n.server().logs()));
     // The same pods come back Ready, with the same containers and processes, none restarted.
     n.wait("the pods Ready again after the restart", || {
         let pods = n.pods("keep");
@@ -312,6 +350,7 @@ fn sigterm_leaves_the_pods_running_and_a_restart_resumes_them_intact() {
         let rs = n.server().get_json(&["rs", "-l", "app=keep"]);
         rs["items"][0]["status"]["readyReplicas"] == 4
     });
+    assert_eq!(n.containerd(), containerd, "the adopted containerd is still the one running");
 }
 
 /// kill -9 of the server while a rolling update is under way, a restart, and
@@ -393,20 +432,40 @@ fn run(program: &str, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn killall_removes_every_process_mount_interface_route_table_and_cgroup_of_the_data_dir() {
+    killall_after(|n, containerd| n.stop(containerd));
+}
+
+/// The same after kill -9 of the server, which leaves containerd running too.
+#[test]
+fn killall_after_a_server_kill_stops_the_orphaned_containerd_and_removes_everything() {
+    killall_after(|n, _| n.kill());
+}
+
+/// Runs a node with pods, ends the server with `stop` (given the
+/// containerd's pid), checks containerd and the containers outlived it, and
+/// that `rkube killall` removes everything of the data dir.
+fn killall_after(stop: impl FnOnce(&mut Node, i32)) {
     let mut n = Node::start(None);
     n.deployment("gone", 2, json!({"type": "RollingUpdate"}), 0);
     n.wait_ready_pods("gone", 2);
     let tasks = n.tasks();
     assert!(!tasks.is_empty());
     let record = network_record(&n.data_dir).expect("the agent records its network in agent/network.json");
-    n.stop();
+    let containerd = n.containerd();
+    stop(&mut n, containerd);
+    assert!(alive(containerd), "containerd (pid {containerd}) stopped with the server");
+    for (id, pid) in &tasks {
+        assert!(alive(*pid), "task {id} (pid {pid}) died with the server");
+    }
 
     let dd = n.data_dir.to_string_lossy().into_owned();
     let out = support::run_rkube(&["killall", "--data-dir", &dd], Duration::from_secs(120));
     assert!(out.status.success(), "rkube killall: {}", String::from_utf8_lossy(&out.stderr));
 
     // No containerd, shim or container process of this data dir.
-    let paths = rkube_kubelet::containerd::RuntimePaths::new(&n.data_dir);
+    assert!(!alive(containerd), "containerd (pid {containerd}) survived killall");
+    assert_eq!(rkube_kubelet::containerd::managed_containerd_pids(&n.paths()), Vec::<i32>::new());
+    let paths = n.paths();
     let marks = [dd.clone(), paths.state.to_string_lossy().into_owned(), paths.config.to_string_lossy().into_owned()];
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };

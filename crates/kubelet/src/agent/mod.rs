@@ -149,7 +149,7 @@ where
 }
 
 impl Agent {
-    /// Stops the loops and the managed containerd (at most 30 s).
+    /// Stops the loops (at most 30 s); the managed containerd and the pods keep running.
     pub async fn stop(self) {
         let _ = self.stop.send(true);
         if tokio::time::timeout(Duration::from_secs(30), self.task).await.is_err() {

@@ -7,7 +7,10 @@ mod config;
 mod process;
 
 pub use config::{configured_snapshotter, ContainerdConfig, RuntimePaths, Snapshotter};
-pub use process::{remove_pod_bridge, teardown_host_state, teardown_node, ManagedContainerd, RuntimeError, StartOptions};
+pub use process::{
+    managed_containerd_pids, remove_pod_bridge, teardown_host_state, teardown_node, ManagedContainerd, RuntimeError,
+    StartOptions,
+};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -82,7 +85,8 @@ impl ContainerRuntime {
     /// With `endpoint`, waits (up to `opts.ready_timeout`, default 60 s) for
     /// the CRI there to answer Version, then imports `<data-dir>/agent/images`
     /// and provides the pause image into it; without, starts the managed
-    /// containerd ([`ManagedContainerd::start`]).
+    /// containerd or adopts the one an earlier rkube left running
+    /// ([`ManagedContainerd::start`]).
     pub async fn start(
         data_dir: &Path,
         endpoint: Option<&str>,
@@ -109,10 +113,14 @@ impl ContainerRuntime {
         }
     }
 
-    /// Stops the managed containerd or the simulated runtime; nothing for an external runtime.
+    /// What the node agent does with its runtime when it stops: the
+    /// managed containerd is left running with the pods
+    /// ([`ManagedContainerd::detach`]: the next start adopts it, `rkube
+    /// killall` stops it); the simulated runtime, which lives in this
+    /// process, is stopped; nothing for an external runtime.
     pub async fn stop(&mut self) {
         match self {
-            ContainerRuntime::Managed(m) => m.stop().await,
+            ContainerRuntime::Managed(m) => m.detach().await,
             ContainerRuntime::Simulated(s) => s.stop().await,
             ContainerRuntime::External(_) => {}
         }

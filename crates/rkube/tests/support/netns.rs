@@ -106,8 +106,9 @@ impl Drop for TestNetwork {
 }
 
 /// A `rkube agent` running inside a [`NetnsHost`]; on drop it is killed
-/// with its process group (containerd and its shims) and its host state is
-/// removed (containerd's mounts, pod logs, the node's cgroup parent).
+/// with its process group and its host state is removed (the managed
+/// containerd, which runs in a session of its own and outlives the agent,
+/// its shims and mounts, pod logs, the node's cgroup parent).
 pub struct NetnsAgent {
     child: Option<Child>,
     data_dir: PathBuf,

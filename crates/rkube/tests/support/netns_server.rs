@@ -8,7 +8,8 @@
 //! namespace: [`NetnsServer::kubectl`] passes `--server`).
 //!
 //! Drop SIGKILLs the server's process group, then runs `rkube killall` for
-//! its data dir inside the namespace (containerd, shims, mounts, pod logs,
+//! its data dir inside the namespace (the managed containerd, which runs in
+//! a session of its own and outlives the server, shims, mounts, pod logs,
 //! the node's cgroup parent and network); the namespace itself goes with
 //! the [`super::netns::TestNetwork`], which must outlive this server.
 
