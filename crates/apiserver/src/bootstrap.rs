@@ -4,12 +4,13 @@
 //! - the `kubernetes` Service in `default` (ClusterIP = the first address
 //!   of the service CIDR, port 443 `https` → the advertise address and
 //!   port), its Endpoints and its EndpointSlice (label
-//!   `kubernetes.io/service-name: kubernetes`), reconciled at start; as
+//!   `kubernetes.io/service-name: kubernetes`) listing every live API
+//!   server (`crate::masterleases`), reconciled every 10 s; as
 //!   upstream, no endpoints are written when the advertise address may not
 //!   be an endpoint (loopback, unspecified, link-local) — a warning says so;
-//! - the default ServiceCIDR `kubernetes` and an IPAddress object per
-//!   allocated ClusterIP (the allocator itself is
-//!   `crate::storage::ipalloc`; these objects mirror its table);
+//! - the default ServiceCIDR `kubernetes`, and the repair of the Service
+//!   allocation records (IPAddress objects and NodePort keys, written
+//!   within each request by `crate::storage::ipalloc`);
 //! - the system PriorityClasses `system-node-critical` (2000001000) and
 //!   `system-cluster-critical` (2000000000);
 //! - a local APIService per built-in group-version served (`v1.`,
@@ -87,6 +88,9 @@ pub struct ClusterConfig {
     /// How often the built-in metrics-server scrapes the kubelets
     /// (`--metric-resolution`, [`crate::metrics_api`]).
     pub metric_resolution: Duration,
+    /// What `GET /rkube/v1/bootstrap/control-plane` serves to joining
+    /// servers ([`crate::controlplane`]); `None`: that path is 404.
+    pub control_plane_bundle: Option<std::sync::Arc<crate::controlplane::ControlPlaneBundle>>,
 }
 
 impl Default for ClusterConfig {
@@ -105,6 +109,7 @@ impl Default for ClusterConfig {
             audit: None,
             default_toleration_seconds: Default::default(),
             metric_resolution: crate::metrics_api::DEFAULT_METRIC_RESOLUTION,
+            control_plane_bundle: None,
         }
     }
 }
@@ -164,7 +169,12 @@ fn store<'a>(api: &'a Api, group: &str, version: &str, plural: &str) -> Result<&
 
 /// Creates `obj` or, when it exists and `differs` says so, replaces the
 /// fields `fields` of the stored one with those of `obj`.
-async fn ensure(store: &ResourceStore, namespace: &str, obj: Value, fields: &[&str]) -> Result<(), ApiError> {
+pub(crate) async fn ensure(
+    store: &ResourceStore,
+    namespace: &str,
+    obj: Value,
+    fields: &[&str],
+) -> Result<(), ApiError> {
     let name = meta::name(&obj).to_string();
     match store.create(namespace, obj.clone(), &WriteOptions::default()).await {
         Ok(_) => return Ok(()),
@@ -305,7 +315,8 @@ pub async fn ensure_system_objects(api: &Api, cluster: &ClusterConfig) -> Result
 }
 
 /// Creates or puts back the `kubernetes` Service, its Endpoints and its
-/// EndpointSlice (upstream's endpoint reconciler, every 10 s). The
+/// EndpointSlice (upstream's lease endpoint reconciler, every 10 s: the
+/// endpoints list every live API server, [`crate::masterleases`]). The
 /// endpoints are left out, with one warning per process, when the
 /// advertise address is one [`special_advertise_address`] refuses.
 pub async fn reconcile_kubernetes_service(api: &Api, cluster: &ClusterConfig) -> Result<(), ApiError> {
@@ -338,24 +349,9 @@ pub async fn reconcile_kubernetes_service(api: &Api, cluster: &ClusterConfig) ->
         }
         return Ok(());
     }
-    let endpoints = json!({
-        "apiVersion": "v1", "kind": "Endpoints",
-        "metadata": {"name": "kubernetes", "namespace": "default",
-            "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-        "subsets": [{"addresses": [{"ip": address}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
-    });
-    ensure(store(api, "", "v1", "endpoints")?, "default", endpoints, &["subsets"]).await?;
-    let family = if cluster.advertise_address.is_ipv4() { "IPv4" } else { "IPv6" };
-    let slice = json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": "kubernetes", "namespace": "default",
-            "labels": {"kubernetes.io/service-name": "kubernetes"}},
-        "addressType": family,
-        "endpoints": [{"addresses": [address], "conditions": {"ready": true}}],
-        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
-    });
-    ensure(store(api, "discovery.k8s.io", "v1", "endpointslices")?, "default", slice, &["endpoints", "ports"]).await?;
-    Ok(())
+    // Every live API server's address (upstream's lease reconciler), so
+    // that several servers on one datastore do not overwrite each other.
+    crate::masterleases::reconcile(api, cluster).await
 }
 
 static SPECIAL_ADDRESS_WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -406,53 +402,24 @@ pub async fn ensure_service_cidr(api: &Api, cluster: &ClusterConfig) -> Result<(
         .map(|_| ())
 }
 
-/// Mirrors the allocated ClusterIPs as IPAddress objects (named by the
-/// address, `parentRef` the Service, managed by `ipallocator.k8s.io`) and
-/// removes those no Service holds any more — the allocation record
-/// `kubectl get ipaddresses` shows, kept within one reconcile interval.
+/// The Service allocation repair (upstream's `RepairIPAddress` and the
+/// NodePort repair; [`crate::storage::ipalloc::ServiceAllocator::repair`]):
+/// creates the IPAddress objects and NodePort records that Services
+/// holding an address or port lack, and deletes those no Service holds
+/// once they are older than [`crate::storage::ipalloc::REPAIR_GRACE`] (an
+/// in-flight request of another API server writes its records before its
+/// Service). Run at start and every 10 s; `cluster` is the allocator's.
 pub async fn reconcile_ip_addresses(api: &Api, cluster: &ClusterConfig) -> Result<(), ApiError> {
+    let Some(alloc) = api.service_allocator() else { return Ok(()) };
+    debug_assert_eq!(alloc.cidr(), cluster.service_cidr);
     let services = store(api, "", "v1", "services")?;
-    let addresses = store(api, "networking.k8s.io", "v1", "ipaddresses")?;
-    let range = |prefix: String| rkube_store::RangeRequest { prefix, start: None, limit: None, revision: None };
-    let internal = |e: rkube_store::StoreError| ApiError::Internal(e.to_string());
-    let svcs = services.store().range(range(services.keys().collection(""))).await.map_err(internal)?;
-    let mut wanted = std::collections::BTreeMap::new();
-    for kv in &svcs.kvs {
-        let Ok(svc) = serde_json::from_slice::<Value>(&kv.value) else { continue };
-        let Some(ip) = svc.pointer("/spec/clusterIP").and_then(Value::as_str) else { continue };
-        let Ok(std::net::IpAddr::V4(v4)) = ip.parse::<std::net::IpAddr>() else { continue };
-        if cluster.service_cidr.offset(v4).is_some() {
-            wanted.insert(ip.to_string(), (meta::namespace(&svc).to_string(), meta::name(&svc).to_string()));
-        }
-    }
-    let existing = addresses.store().range(range(addresses.keys().collection(""))).await.map_err(internal)?;
-    for kv in &existing.kvs {
-        let Ok(addr) = serde_json::from_slice::<Value>(&kv.value) else { continue };
-        let managed = addr.pointer(&format!("/metadata/labels/{}", MANAGED_BY_LABEL.replace('/', "~1")));
-        if managed.and_then(Value::as_str) != Some(IP_ALLOCATOR) {
-            continue;
-        }
-        let name = meta::name(&addr).to_string();
-        let parent = (
-            addr.pointer("/spec/parentRef/namespace").and_then(Value::as_str).unwrap_or("").to_string(),
-            addr.pointer("/spec/parentRef/name").and_then(Value::as_str).unwrap_or("").to_string(),
+    let report = alloc.repair(services, crate::storage::ipalloc::REPAIR_GRACE).await?;
+    if report.waiting > 0 {
+        tracing::debug!(
+            component = crate::COMPONENT,
+            records = report.waiting,
+            "Service allocation records without their Service yet, within the grace period"
         );
-        if wanted.get(&name) == Some(&parent) {
-            wanted.remove(&name);
-        } else {
-            let _ = addresses.delete("", &name, &DeleteOptions::default()).await;
-        }
-    }
-    for (ip, (namespace, name)) in wanted {
-        let obj = json!({
-            "apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
-            "metadata": {"name": ip, "labels": {IP_FAMILY_LABEL: "IPv4", MANAGED_BY_LABEL: IP_ALLOCATOR}},
-            "spec": {"parentRef": {"group": "", "resource": "services", "namespace": namespace, "name": name}},
-        });
-        match addresses.create("", obj, &WriteOptions::default()).await {
-            Ok(_) | Err(ApiError::AlreadyExists { .. }) => {}
-            Err(e) => return Err(e),
-        }
     }
     Ok(())
 }

@@ -37,10 +37,14 @@
 //!   (`--encryption-provider-config`), a wrapper around the store;
 //! - [`snapshot`]: `GET /rkube/v1/store/snapshot`, a backup of the store
 //!   streamed to cluster admins;
+//! - [`controlplane`]: `GET /rkube/v1/bootstrap/control-plane`, the CA and
+//!   service-account keys for servers joining with a control-plane token;
 //! - [`status`]: the one place an API error becomes a `Status` response;
 //! - [`bootstrap`]: the objects the API server keeps itself (the
 //!   `kubernetes` Service and endpoints, system PriorityClasses, the
-//!   identity Lease).
+//!   identity Lease);
+//! - [`masterleases`]: the lease endpoint reconciler, so that the
+//!   `kubernetes` endpoints list every live API server on the datastore.
 //!
 //! Usage: [`ApiServer::bind`] (fails fast on a taken port), then
 //! [`ApiServer::serve`] with a shutdown future. [`ApiServer::health`] lets
@@ -58,11 +62,13 @@ pub mod authn;
 pub mod authz;
 pub mod bootstrap;
 pub mod cache;
+pub mod controlplane;
 pub mod discovery;
 pub mod encryption;
 pub mod filters;
 pub mod health;
 pub mod listener;
+pub mod masterleases;
 pub mod metrics;
 pub mod metrics_api;
 pub mod openapi;
@@ -185,6 +191,7 @@ impl ApiServer {
         let lease = tokio::spawn(bootstrap::run_control_loops(api.clone(), hostname));
         let metrics_scraper = tokio::spawn(metrics_api::scrape::run(api.clone()));
         let stopping = api.clone();
+        let withdrawing = api.clone();
         let app = router::router(router::AppState { store, health: health.clone(), api, filters });
         let shutdown = async move {
             shutdown.await;
@@ -198,6 +205,12 @@ impl ApiServer {
         }
         lease.abort();
         metrics_scraper.abort();
+        // Leave the `kubernetes` Service's endpoints to the other servers.
+        match tokio::time::timeout(Duration::from_secs(5), masterleases::withdraw(&withdrawing)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(component = COMPONENT, error = %e, "cannot remove this API server's lease"),
+            Err(_) => tracing::warn!(component = COMPONENT, "removing this API server's lease timed out"),
+        }
         tracing::info!(component = COMPONENT, "API server stopped");
     }
 }

@@ -72,6 +72,8 @@ fn api_routes(state: &AppState) -> Router<AppState> {
         .route("/metrics", get(metrics))
         // Store backups for cluster admins: GET /rkube/v1/store/snapshot.
         .merge(crate::snapshot::router())
+        // Key material for joining servers: GET /rkube/v1/bootstrap/control-plane.
+        .merge(crate::controlplane::router())
         // Discovery: /api, /apis, /api/{v}, /apis/{g}, /apis/{g}/{v}.
         .merge(crate::discovery::router(Arc::new(crate::discovery::Discovery::new(state.api.registry()))))
         // OpenAPI: /openapi/v2, /openapi/v3, /openapi/v3/{*key}.

@@ -30,6 +30,11 @@ pub const USAGE_AUTHENTICATION: &str = "usage-bootstrap-authentication";
 pub const USAGE_SIGNING: &str = "usage-bootstrap-signing";
 /// kubeadm's default extra group for node-join tokens.
 pub const DEFAULT_NODE_TOKEN_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";
+/// The extra group of control-plane join tokens (`rkube token create
+/// --control-plane`): it may read the key material of
+/// `GET /rkube/v1/bootstrap/control-plane` (ClusterRole
+/// `rkube:control-plane-join`). Plain node tokens lack it.
+pub const CONTROL_PLANE_GROUP: &str = "system:bootstrappers:rkube:control-plane";
 /// The group every bootstrap-token user is in.
 pub const BOOTSTRAPPERS_GROUP: &str = "system:bootstrappers";
 /// The user name prefix of bootstrap-token users.
@@ -99,6 +104,18 @@ impl BootstrapToken {
     /// create` writes it: both usages, the default node-token group, the
     /// expiry (RFC 3339) when `expires` is given.
     pub fn to_secret(&self, expires: Option<jiff::Timestamp>, description: Option<&str>) -> Secret {
+        self.to_secret_with_groups(expires, description, &[])
+    }
+
+    /// [`Self::to_secret`] with `extra_groups` added after the default
+    /// node-token group in `auth-extra-groups` (each must be a
+    /// `system:bootstrappers:` group, which the authenticator requires).
+    pub fn to_secret_with_groups(
+        &self,
+        expires: Option<jiff::Timestamp>,
+        description: Option<&str>,
+        extra_groups: &[&str],
+    ) -> Secret {
         let mut data = BTreeMap::new();
         let mut put = |k: &str, v: &str| {
             data.insert(k.to_string(), v.to_string());
@@ -113,7 +130,8 @@ impl BootstrapToken {
         }
         put(USAGE_AUTHENTICATION, "true");
         put(USAGE_SIGNING, "true");
-        put(EXTRA_GROUPS_KEY, DEFAULT_NODE_TOKEN_GROUP);
+        let groups: Vec<&str> = std::iter::once(DEFAULT_NODE_TOKEN_GROUP).chain(extra_groups.iter().copied()).collect();
+        put(EXTRA_GROUPS_KEY, &groups.join(","));
         Secret {
             metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 name: Some(format!("{SECRET_PREFIX}{}", self.id)),
@@ -137,13 +155,27 @@ pub async fn create(
     ttl: Option<std::time::Duration>,
     description: Option<&str>,
 ) -> Result<BootstrapToken, kube::Error> {
+    create_with_groups(client, ttl, description, &[]).await
+}
+
+/// [`create`] with `extra_groups` in `auth-extra-groups` besides the
+/// default node-token group (e.g. [`CONTROL_PLANE_GROUP`]).
+pub async fn create_with_groups(
+    client: &kube::Client,
+    ttl: Option<std::time::Duration>,
+    description: Option<&str>,
+    extra_groups: &[&str],
+) -> Result<BootstrapToken, kube::Error> {
     let api = kube::Api::<Secret>::namespaced(client.clone(), NAMESPACE);
     let mut attempts = 0;
     loop {
         let token = BootstrapToken::generate();
         let expires = ttl
             .map(|t| jiff::Timestamp::now() + jiff::SignedDuration::from_secs(t.as_secs().min(i64::MAX as u64) as i64));
-        match api.create(&kube::api::PostParams::default(), &token.to_secret(expires, description)).await {
+        match api
+            .create(&kube::api::PostParams::default(), &token.to_secret_with_groups(expires, description, extra_groups))
+            .await
+        {
             Ok(_) => return Ok(token),
             Err(e) if crate::runtime::is_conflict(&e) && attempts < 3 => attempts += 1,
             Err(e) => return Err(e),
@@ -288,6 +320,16 @@ mod tests {
 
     fn token() -> BootstrapToken {
         BootstrapToken::parse("abcdef.0123456789abcdef").unwrap()
+    }
+
+    #[test]
+    fn control_plane_tokens_add_their_group_to_the_node_token_group() {
+        let plain = token().to_secret(None, None);
+        let groups = |s: &Secret| secret_value(s, EXTRA_GROUPS_KEY).unwrap();
+        assert_eq!(groups(&plain), DEFAULT_NODE_TOKEN_GROUP);
+        let cp = token().to_secret_with_groups(None, Some("control plane"), &[CONTROL_PLANE_GROUP]);
+        assert_eq!(groups(&cp), format!("{DEFAULT_NODE_TOKEN_GROUP},{CONTROL_PLANE_GROUP}"));
+        assert_eq!(secret_value(&cp, DESCRIPTION_KEY).as_deref(), Some("control plane"));
     }
 
     #[test]

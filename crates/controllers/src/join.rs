@@ -139,6 +139,58 @@ pub async fn discover(url: &str, join: &JoinToken) -> Result<ClusterInfo, JoinEr
     Ok(info)
 }
 
+/// How [`verify_cluster_info`] says `cluster-info` has no signature for
+/// the token (yet).
+pub const NO_SIGNATURE: &str = "there is no JWS signed token";
+
+/// Whether `e` is a transport failure (worth retrying) rather than an
+/// answer of the server.
+pub fn unreachable(e: &JoinError) -> bool {
+    matches!(e, JoinError::Api { source, .. } if !matches!(source, kube::Error::Api(_)))
+}
+
+/// [`discover`], retrying (every 2 s) a server that cannot be reached for
+/// up to `unreachable_for`, and (every 1 s) a `cluster-info` not yet signed
+/// with the token — the bootstrap signer signs a new token within seconds,
+/// and kubeadm retries too — for up to `unsigned_for`. Other failures
+/// return at once.
+pub async fn discover_retrying(
+    url: &str,
+    join: &JoinToken,
+    unreachable_for: Duration,
+    unsigned_for: Duration,
+) -> Result<ClusterInfo, JoinError> {
+    let started = tokio::time::Instant::now();
+    loop {
+        match discover(url, join).await {
+            Ok(info) => return Ok(info),
+            Err(e) if unreachable(&e) && started.elapsed() < unreachable_for => {
+                tracing::warn!(component = "join", server = url, error = %e, "cannot reach the server yet; retrying");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            Err(JoinError::Untrusted(m)) if m.starts_with(NO_SIGNATURE) && started.elapsed() < unsigned_for => {
+                tracing::info!(component = "join", "cluster-info is not signed with this token yet; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// `GET path` (a non-resource URL, e.g. rkube's
+/// `/rkube/v1/bootstrap/control-plane`) with `client`, the body as text.
+/// Errors: [`JoinError::Api`] with the server's `Status` (403 when the
+/// client may not read it) or the transport failure.
+pub async fn get_non_resource(client: &kube::Client, path: &str) -> Result<String, JoinError> {
+    let req = http::Request::get(path)
+        .body(Vec::new())
+        .map_err(|e| JoinError::Local(format!("cannot build the request for {path}: {e}")))?;
+    client
+        .request_text(req)
+        .await
+        .map_err(|source| JoinError::Api { context: "cannot read the control-plane bootstrap bundle", source })
+}
+
 async fn fetch_cluster_info(client: kube::Client) -> Result<std::collections::BTreeMap<String, String>, JoinError> {
     let cm = Api::<ConfigMap>::namespaced(client, bt::CLUSTER_INFO_NAMESPACE)
         .get(bt::CLUSTER_INFO)

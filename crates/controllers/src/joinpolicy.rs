@@ -23,6 +23,11 @@
 //! joined nodes get their kubelet serving certificates; the same role may
 //! approve for `kubernetes.io/kube-apiserver-client`, which csrapproving
 //! uses only for a node's `system:kube-proxy` request.
+//!
+//! For joining servers rkube adds the ClusterRole `rkube:control-plane-join`
+//! (`get` on `/rkube/v1/bootstrap/control-plane`) bound to the group
+//! `system:bootstrappers:rkube:control-plane` of control-plane join tokens
+//! ([`control_plane_join`]).
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
@@ -103,6 +108,36 @@ pub fn serving_approver() -> (ClusterRole, ClusterRoleBinding) {
     (role, binding)
 }
 
+/// The ClusterRole (and its binding's name) letting control-plane join
+/// tokens read the key material joining servers need.
+pub const CONTROL_PLANE_JOIN_ROLE: &str = "rkube:control-plane-join";
+
+/// The path that role grants (`rkube_apiserver::controlplane::PATH`).
+pub const CONTROL_PLANE_BOOTSTRAP_PATH: &str = "/rkube/v1/bootstrap/control-plane";
+
+/// `rkube:control-plane-join`: `get` on the non-resource URL
+/// [`CONTROL_PLANE_BOOTSTRAP_PATH`], bound to the group of control-plane
+/// join tokens ([`crate::bootstraptoken::CONTROL_PLANE_GROUP`]), so that
+/// `rkube server --server URL --token TOKEN` can fetch the cluster CA and
+/// service-account keys, and a plain node join token cannot.
+pub fn control_plane_join() -> (ClusterRole, ClusterRoleBinding) {
+    let role = ClusterRole {
+        metadata: ObjectMeta { name: Some(CONTROL_PLANE_JOIN_ROLE.into()), ..Default::default() },
+        rules: Some(vec![PolicyRule {
+            non_resource_urls: Some(vec![CONTROL_PLANE_BOOTSTRAP_PATH.into()]),
+            verbs: vec!["get".into()],
+            ..Default::default()
+        }]),
+        aggregation_rule: None,
+    };
+    let binding = cluster_role_binding(
+        CONTROL_PLANE_JOIN_ROLE,
+        CONTROL_PLANE_JOIN_ROLE,
+        subject("Group", crate::bootstraptoken::CONTROL_PLANE_GROUP),
+    );
+    (role, binding)
+}
+
 /// The kube-public Role letting anyone read `cluster-info`.
 pub fn cluster_info_role() -> (Role, RoleBinding) {
     let meta = ObjectMeta {
@@ -155,6 +190,9 @@ pub async fn ensure(admin: &kube::Client, kubeconfig: &str) -> Result<(), kube::
     let (approver, approver_binding) = serving_approver();
     create_if_missing(Api::<ClusterRole>::all(admin.clone()), &approver).await?;
     create_if_missing(Api::<ClusterRoleBinding>::all(admin.clone()), &approver_binding).await?;
+    let (join_role, join_binding) = control_plane_join();
+    create_if_missing(Api::<ClusterRole>::all(admin.clone()), &join_role).await?;
+    create_if_missing(Api::<ClusterRoleBinding>::all(admin.clone()), &join_binding).await?;
     let (role, binding) = cluster_info_role();
     create_if_missing(Api::<Role>::namespaced(admin.clone(), CLUSTER_INFO_NAMESPACE), &role).await?;
     create_if_missing(Api::<RoleBinding>::namespaced(admin.clone(), CLUSTER_INFO_NAMESPACE), &binding).await?;

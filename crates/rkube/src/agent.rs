@@ -12,8 +12,10 @@
 //! certificate through a CSR made as the node (signer
 //! `kubernetes.io/kubelet-serving`, approved by rkube's csrapproving for
 //! the node's own names and addresses, a k3s-like deviation) → the node
-//! agent until SIGTERM/SIGINT. Both certificates are renewed at 70–90% of
-//! their lifetime (the agent restarts its loops with the new ones).
+//! agent until SIGTERM/SIGINT, which leave the managed containerd and the
+//! pods running (the next start adopts them; `rkube killall` stops them).
+//! Both certificates are renewed at 70–90% of their lifetime (the agent
+//! restarts its loops with the new ones, keeping containerd).
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -38,8 +40,6 @@ const COMPONENT: &str = "rkube-agent";
 const UNREACHABLE_RETRY: Duration = Duration::from_secs(30);
 /// How long the agent waits for `cluster-info` to be signed with its token.
 const UNSIGNED_RETRY: Duration = Duration::from_secs(10);
-/// How [`join::verify_cluster_info`] says the token has no signature (yet).
-const NO_SIGNATURE: &str = "there is no JWS signed token";
 /// How long a CSR may wait for approval and signing.
 const CSR_WAIT: Duration = Duration::from_secs(300);
 /// A stored certificate expiring sooner than this is not reused.
@@ -319,7 +319,7 @@ async fn join_cluster(args: &AgentArgs) -> anyhow::Result<Joined> {
 }
 
 /// `--server` checked: an `https://` URL, without a trailing slash.
-fn server_url(s: &str) -> anyhow::Result<String> {
+pub(crate) fn server_url(s: &str) -> anyhow::Result<String> {
     let url = s.trim().trim_end_matches('/');
     let rest = url
         .strip_prefix("https://")
@@ -361,11 +361,6 @@ fn explain(url: &str, e: JoinError) -> anyhow::Error {
     }
 }
 
-/// Whether `e` is a transport failure (worth retrying) rather than an answer.
-fn unreachable(e: &JoinError) -> bool {
-    matches!(e, JoinError::Api { source, .. } if rkube_client::errors::api_code(source).is_none())
-}
-
 /// The cluster CA: the stored one when the token pins it, else discovered
 /// through `cluster-info` (retrying an unreachable server for
 /// [`UNREACHABLE_RETRY`]) and stored.
@@ -378,23 +373,9 @@ async fn cluster_ca(url: &str, token: &JoinToken, pki: &Path) -> anyhow::Result<
             return Ok(pem);
         }
     }
-    let started = tokio::time::Instant::now();
-    let info = loop {
-        match join::discover(url, token).await {
-            Ok(info) => break info,
-            Err(e) if unreachable(&e) && started.elapsed() < UNREACHABLE_RETRY => {
-                tracing::warn!(component = COMPONENT, server = url, error = %e, "cannot reach the server yet; retrying");
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-            // A token created a moment ago may not be signed into cluster-info
-            // yet (the bootstrap signer runs within seconds): kubeadm retries too.
-            Err(JoinError::Untrusted(m)) if m.starts_with(NO_SIGNATURE) && started.elapsed() < UNSIGNED_RETRY => {
-                tracing::info!(component = COMPONENT, "cluster-info is not signed with this token yet; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            Err(e) => return Err(explain(url, e)),
-        }
-    };
+    let info = join::discover_retrying(url, token, UNREACHABLE_RETRY, UNSIGNED_RETRY)
+        .await
+        .map_err(|e| explain(url, e))?;
     tracing::info!(component = COMPONENT, "discovered the cluster CA; its hash matches the join token");
     // Stored certificates from another CA fail `usable` and are replaced.
     rkube_pki::write_private_file(&path, info.ca_pem.as_bytes())

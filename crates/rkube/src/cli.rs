@@ -132,6 +132,13 @@ pub struct TokenCreateArgs {
     #[arg(long, value_name = "TEXT")]
     pub description: Option<String>,
 
+    /// Make a control-plane join token: besides joining agents, it lets
+    /// `rkube server --server URL --token TOKEN` fetch the cluster CA and
+    /// service-account keys (group system:bootstrappers:rkube:control-plane).
+    /// Treat it like the admin kubeconfig.
+    #[arg(long)]
+    pub control_plane: bool,
+
     /// The kubeconfig to reach the API with [default: <data-dir>/admin.kubeconfig].
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
@@ -167,6 +174,17 @@ pub struct ServerArgs {
     /// etcd://host:port[,host:port...] [default: sqlite://<data-dir>/server/db/state.db].
     #[arg(long, value_name = "URL", value_parser = DatastoreEndpoint::parse, env = "RKUBE_DATASTORE_ENDPOINT")]
     pub datastore_endpoint: Option<DatastoreEndpoint>,
+
+    /// Join the cluster of the server at this URL (https://host:port) as
+    /// another control-plane server on the same etcd --datastore-endpoint;
+    /// needs --token.
+    #[arg(long, value_name = "URL", env = "RKUBE_URL", requires = "token")]
+    pub server: Option<String>,
+
+    /// With --server: a control-plane join token (`rkube token create
+    /// --control-plane` on an existing server), K10<CA hash>::<id>.<secret>.
+    #[arg(long, value_name = "TOKEN", env = "RKUBE_TOKEN", hide_env_values = true, requires = "server")]
+    pub token: Option<String>,
 
     /// Pod IP range of the cluster.
     #[arg(long, value_name = "CIDR", default_value = "10.42.0.0/16", env = "RKUBE_CLUSTER_CIDR")]

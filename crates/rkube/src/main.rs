@@ -13,6 +13,7 @@ use tracing_subscriber::EnvFilter;
 mod agent;
 mod cli;
 mod controllers;
+mod controlplane_join;
 mod dns;
 mod images;
 mod killall;
@@ -93,7 +94,7 @@ fn main() -> ExitCode {
                 }
             };
             let kubeconfig = args.kubeconfig.unwrap_or_else(|| args.data_dir.join("admin.kubeconfig"));
-            match runtime.block_on(token::create(kubeconfig, args.ttl, args.description)) {
+            match runtime.block_on(token::create(kubeconfig, args.ttl, args.description, args.control_plane)) {
                 Ok(join_token) => {
                     println!("{join_token}");
                     ExitCode::SUCCESS

@@ -143,7 +143,8 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
 
     ready.abort();
     policy.task.abort();
-    // The agent stops (and its containerd with it) while the API still answers.
+    // The agent stops while the API still answers; its containerd and pods keep
+    // running (the next start adopts them; `rkube killall` stops them).
     if let Some(agent) = agent {
         agent.stop().await;
     }
@@ -207,6 +208,10 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
         "cluster network settings"
     );
     let files = PkiFiles::for_data_dir(&data_dir);
+    // Joining another server's cluster: its CA and service-account keys first.
+    if let (Some(url), Some(token)) = (&args.server, &args.token) {
+        crate::controlplane_join::prepare(&args, url, token, &files).await?;
+    }
     let pki = ClusterPki::ensure(&files, &names)
         .with_context(|| format!("cannot set up the cluster PKI in {}", files.dir.display()))?;
     // The API server's client towards kubelets (exec/attach sessions).
@@ -266,7 +271,9 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
             event_ttl: args.event_ttl,
             advertise_address,
             advertise_port: args.https_port,
-            hostname: None,
+            // The identity Lease derives from the host name; --node-name
+            // (when given) tells apart servers sharing one host.
+            hostname: args.node_name.clone(),
             service_account: std::sync::Arc::new(
                 rkube_apiserver::serviceaccount::TokenIssuer::from_pkcs8_pem(
                     &pki.service_account_key_pem,
@@ -282,6 +289,8 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
                 unreachable: args.default_unreachable_toleration_seconds,
             },
             metric_resolution: args.metric_resolution,
+            // What joining servers fetch (GET /rkube/v1/bootstrap/control-plane).
+            control_plane_bundle: Some(std::sync::Arc::new(crate::controlplane_join::bundle(&args, &files)?)),
         },
         inflight: rkube_apiserver::filters::InflightLimits {
             max_read_only: args.max_requests_inflight,

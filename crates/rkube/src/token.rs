@@ -7,6 +7,14 @@
 //! cleaner deletes it when `--ttl` has passed, and the bootstrap signer
 //! signs `kube-public/cluster-info` with it so that the joining side can
 //! verify what it downloads.
+//!
+//! With `--control-plane` the token's Secret also names the group
+//! `system:bootstrappers:rkube:control-plane` in `auth-extra-groups`, which
+//! may read the cluster CA and service-account keys at
+//! `GET /rkube/v1/bootstrap/control-plane` (ClusterRole
+//! `rkube:control-plane-join`), so that `rkube server --server URL --token
+//! TOKEN` can join as another control-plane server (kubeadm's `join
+//! --control-plane`, k3s's server token).
 
 use std::path::PathBuf;
 
@@ -14,11 +22,14 @@ use anyhow::{anyhow, Context};
 use rkube_controllers::bootstraptoken::{self, JoinToken};
 
 /// Creates the token through the API with the kubeconfig at `kubeconfig`
-/// (the admin kubeconfig by default) and returns the join token line.
+/// (the admin kubeconfig by default) and returns the join token line;
+/// `control_plane`: a control-plane join token (described as such unless
+/// `description` is given).
 pub async fn create(
     kubeconfig: PathBuf,
     ttl: std::time::Duration,
     description: Option<String>,
+    control_plane: bool,
 ) -> anyhow::Result<String> {
     // Read the file here: kube's own read error repeats its cause.
     let text = std::fs::read_to_string(&kubeconfig).with_context(|| {
@@ -39,7 +50,14 @@ pub async fn create(
         .ok_or_else(|| anyhow!("{} has no certificate-authority-data to pin", kubeconfig.display()))?;
     let client = kube::Client::try_from(config).context("cannot build the API client")?;
     let ttl = (!ttl.is_zero()).then_some(ttl);
-    let token = bootstraptoken::create(&client, ttl, description.as_deref())
+    let (groups, description) = match control_plane {
+        true => (
+            vec![bootstraptoken::CONTROL_PLANE_GROUP],
+            Some(description.unwrap_or_else(|| "rkube control-plane join token (joins servers and agents)".into())),
+        ),
+        false => (Vec::new(), description),
+    };
+    let token = bootstraptoken::create_with_groups(&client, ttl, description.as_deref(), &groups)
         .await
         .map_err(|e| anyhow!("cannot create the bootstrap token: {e}"))?;
     let join = JoinToken { ca_hash: bootstraptoken::ca_der_hash(&ca_der), token };

@@ -155,8 +155,9 @@ impl Api {
             .collect();
         let namespaces =
             stores.get(&("", "v1", "namespaces")).cloned().expect("the registry serves core/v1 namespaces");
-        let services = stores.get(&("", "v1", "services")).map(|svc| {
-            let alloc = Arc::new(ServiceAllocator::new(cluster.service_cidr));
+        let addresses = stores.get(&("networking.k8s.io", "v1", "ipaddresses")).cloned();
+        let services = stores.get(&("", "v1", "services")).zip(addresses).map(|(svc, addresses)| {
+            let alloc = Arc::new(ServiceAllocator::new(cluster.service_cidr, store.clone(), addresses));
             svc.set_hooks(alloc.clone());
             alloc
         });

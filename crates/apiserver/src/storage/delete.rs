@@ -135,7 +135,7 @@ impl ResourceStore {
                 Ok(resp) => {
                     let mut gone = self.decode(&resp.prev)?;
                     if let Some(hooks) = self.hooks() {
-                        hooks.committed(None, Some(&gone));
+                        hooks.committed(None, Some(&gone)).await;
                     }
                     meta::set(&mut gone, "resourceVersion", json!(resp.revision.to_string()));
                     return Ok(Deleted::Gone(gone));

@@ -63,18 +63,21 @@ pub struct ResourceStore {
 
 /// Side effects of writes that need state beyond the object (upstream's
 /// REST wrappers around the generic store, e.g. Service ClusterIP and
-/// NodePort allocation). The store calls them around every write.
+/// NodePort allocation, which write their own records to the store). The
+/// store awaits them around every write.
+#[async_trait::async_trait]
 pub trait WriteHooks: Send + Sync {
     /// Before a create (`old` is `None`) or an update is written, after
     /// defaulting and validation: may fill in fields (allocations) or
-    /// refuse the write.
-    fn before_write(&self, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError>;
-    /// The write prepared by `before_write` did not happen (conflict, dry
-    /// run, error): undo what it did for `obj`.
-    fn abort(&self, obj: &Value, old: Option<&Value>);
+    /// refuse the write. With `dry_run` nothing may be recorded; on an
+    /// error nothing stays recorded.
+    async fn before_write(&self, obj: &mut Value, old: Option<&Value>, dry_run: bool) -> Result<(), ApiError>;
+    /// The write prepared by `before_write` (with the same `dry_run`) did
+    /// not happen (conflict, dry run, error): undo what it did for `obj`.
+    async fn abort(&self, obj: &Value, old: Option<&Value>, dry_run: bool);
     /// The write happened: `new` is the stored object (`None` when it was
     /// removed), `old` the previous one (`None` on create).
-    fn committed(&self, new: Option<&Value>, old: Option<&Value>);
+    async fn committed(&self, new: Option<&Value>, old: Option<&Value>);
 }
 
 impl ResourceStore {

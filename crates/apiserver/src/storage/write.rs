@@ -100,13 +100,13 @@ impl ResourceStore {
         let name = meta::name(&obj).to_string();
         let key = self.keys.object(namespace, &name);
         if let Some(hooks) = self.hooks() {
-            hooks.before_write(&mut obj, None)?;
+            hooks.before_write(&mut obj, None, opts.dry_run).await?;
         }
         let result = self.create_prepared(&key, &name, &obj, opts).await;
         if let Some(hooks) = self.hooks() {
             match &result {
-                Ok(created) if !opts.dry_run => hooks.committed(Some(created), None),
-                _ => hooks.abort(&obj, None),
+                Ok(created) if !opts.dry_run => hooks.committed(Some(created), None).await,
+                _ => hooks.abort(&obj, None, opts.dry_run).await,
             }
         }
         result
@@ -275,39 +275,35 @@ impl ResourceStore {
                 return Ok((old, false));
             }
             if let Some(hooks) = self.hooks() {
-                hooks.before_write(&mut obj, Some(&old))?;
+                hooks.before_write(&mut obj, Some(&old), opts.dry_run).await?;
             }
-            let abort = |obj: &Value| {
-                if let Some(hooks) = self.hooks() {
-                    hooks.abort(obj, Some(&old));
-                }
-            };
+            let abort = |obj: &Value| self.abort_hooks(obj.clone(), &old, opts.dry_run);
             if self.should_delete_during_update(&obj, &old) {
                 if opts.dry_run {
-                    abort(&obj);
+                    abort(&obj).await;
                     return Ok((obj, false));
                 }
                 return match self.store.delete(&key, Some(kv.mod_revision)).await {
                     Ok(resp) => {
-                        abort(&obj);
+                        abort(&obj).await;
                         if let Some(hooks) = self.hooks() {
-                            hooks.committed(None, Some(&old));
+                            hooks.committed(None, Some(&old)).await;
                         }
                         meta::set(&mut obj, "resourceVersion", json!(resp.revision.to_string()));
                         Ok((obj, false))
                     }
                     Err(StoreError::Conflict { .. }) => {
-                        abort(&obj);
+                        abort(&obj).await;
                         continue;
                     }
                     Err(e) => {
-                        abort(&obj);
+                        abort(&obj).await;
                         Err(self.store_error(e, name))
                     }
                 };
             }
             if opts.dry_run {
-                abort(&obj);
+                abort(&obj).await;
                 return Ok((obj, false));
             }
             let ttl = self.ttl.get().copied();
@@ -315,21 +311,29 @@ impl ResourceStore {
                 Ok(kv) => {
                     let updated = with_resource_version(obj, kv.mod_revision);
                     if let Some(hooks) = self.hooks() {
-                        hooks.committed(Some(&updated), Some(&old));
+                        hooks.committed(Some(&updated), Some(&old)).await;
                     }
                     return Ok((updated, false));
                 }
                 Err(StoreError::Conflict { .. }) | Err(StoreError::NotFound { .. }) => {
-                    abort(&obj);
+                    abort(&obj).await;
                     continue;
                 }
                 Err(e) => {
-                    abort(&obj);
+                    abort(&obj).await;
                     return Err(self.store_error(e, name));
                 }
             }
         }
         Err(self.conflict(name))
+    }
+
+    /// Tells the write hooks that the write they prepared for `obj` did
+    /// not happen.
+    async fn abort_hooks(&self, obj: Value, old: &Value, dry_run: bool) {
+        if let Some(hooks) = self.hooks() {
+            hooks.abort(&obj, Some(old), dry_run).await;
+        }
     }
 
     /// Maintains managedFields for a [`Tracking::Update`] write.
