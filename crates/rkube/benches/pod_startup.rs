@@ -31,21 +31,25 @@
 //! times as `<file>.pods.tsv` (for a per-step profile).
 //!
 //! The host state (shims, mounts, the pod bridge) is removed however the run
-//! ends (`support::node::HostCleanup` → `rkube_kubelet::containerd::teardown_node`).
+//! ends (`support::node::HostCleanup` → `rkube killall`), and a managed
+//! containerd still running after that is stopped (`common::ContainerdGuard`).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
+
+mod common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use rkube_kubelet::cri::{v1, CriClient};
 use serde_json::json;
+
+use common::{containerd_pid, mib, ms, quantile, rss, shims_rss, spawn_watch, unix_secs, wait_until, Seen};
 
 const LABEL: &str = "bench=pod-startup";
 
@@ -69,142 +73,6 @@ fn parse_args() -> Args {
     args
 }
 
-/// `VmRSS` of a process in bytes (0 when it is gone).
-fn rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// `(pid, argv)` of every process.
-fn processes() -> Vec<(u32, Vec<String>)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
-        let argv =
-            cmd.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into()).collect();
-        out.push((pid, argv));
-    }
-    out
-}
-
-/// The managed containerd of `data_dir` (started with its config file).
-fn containerd_pid(data_dir: &Path) -> Option<u32> {
-    let config = rkube_kubelet::containerd::RuntimePaths::new(data_dir).config.to_string_lossy().into_owned();
-    processes().into_iter().find_map(|(pid, argv)| {
-        (argv.first().is_some_and(|a| a.ends_with("containerd")) && argv.iter().any(|a| *a == config)).then_some(pid)
-    })
-}
-
-/// Total RSS and count of the containerd shims serving `socket`.
-fn shims_rss(socket: &Path) -> (u64, usize) {
-    let socket = socket.to_string_lossy();
-    let shims: Vec<u32> = processes()
-        .into_iter()
-        .filter(|(_, argv)| {
-            argv.first().is_some_and(|a| a.ends_with("containerd-shim-runc-v2"))
-                && argv.windows(2).any(|w| w[0] == "-address" && w[1] == socket)
-        })
-        .map(|(pid, _)| pid)
-        .collect();
-    (shims.iter().map(|p| rss(*p)).sum(), shims.len())
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-/// The `q` quantile (0..=1) of sorted durations, nearest rank.
-fn quantile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
-/// An `Instant` as seconds since the Unix epoch (for timelines next to logs).
-fn unix_secs(t: Instant) -> f64 {
-    let (now_i, now_s) = (Instant::now(), std::time::SystemTime::now());
-    let now = now_s.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
-    now - now_i.saturating_duration_since(t).as_secs_f64()
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// What the pod watch saw: first Running and DELETED per pod name.
-#[derive(Default)]
-struct Seen {
-    bound: HashMap<String, Instant>,
-    running: HashMap<String, Instant>,
-    deleted: HashMap<String, Instant>,
-}
-
-/// Watches the bench's pods (re-opening the watch when the server ends it)
-/// until aborted; `opened` fires once the first watch is established.
-fn spawn_watch(
-    pods: Api<Pod>,
-    seen: Arc<Mutex<Seen>>,
-) -> (tokio::sync::oneshot::Receiver<()>, tokio::task::JoinHandle<()>) {
-    let (opened_tx, opened_rx) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(async move {
-        let mut opened = Some(opened_tx);
-        let mut rv = "0".to_string();
-        loop {
-            let stream = match pods.watch(&WatchParams::default().labels(LABEL), &rv).await {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("  watch: {e}; retrying");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
-                }
-            };
-            if let Some(o) = opened.take() {
-                let _ = o.send(());
-            }
-            let mut stream = stream.boxed();
-            while let Ok(Some(ev)) = stream.try_next().await {
-                let now = Instant::now();
-                let (pod, deleted) = match ev {
-                    WatchEvent::Added(p) | WatchEvent::Modified(p) => (p, false),
-                    WatchEvent::Deleted(p) => (p, true),
-                    WatchEvent::Bookmark(b) => {
-                        rv = b.metadata.resource_version;
-                        continue;
-                    }
-                    WatchEvent::Error(e) => {
-                        eprintln!("  watch error: {e:?}");
-                        rv = "0".into();
-                        break;
-                    }
-                };
-                if let Some(v) = &pod.metadata.resource_version {
-                    rv = v.clone();
-                }
-                let name = pod.metadata.name.clone().unwrap_or_default();
-                let mut s = seen.lock().unwrap();
-                if deleted {
-                    s.deleted.entry(name).or_insert(now);
-                    continue;
-                }
-                if pod.spec.as_ref().is_some_and(|sp| sp.node_name.is_some()) {
-                    s.bound.entry(name.clone()).or_insert(now);
-                }
-                if pod.status.as_ref().and_then(|st| st.phase.as_deref()) == Some("Running") {
-                    s.running.entry(name).or_insert(now);
-                }
-            }
-        }
-    });
-    (opened_rx, task)
-}
-
 fn pod(name: &str, image: &str) -> Pod {
     serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -214,18 +82,6 @@ fn pod(name: &str, image: &str) -> Pod {
                 "command": ["sleep", "3600"]}]}
     }))
     .expect("pod")
-}
-
-/// Polls `f` every 100 ms until it holds or `timeout` passes; whether it held.
-async fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    f()
 }
 
 struct RkubeRun {
@@ -243,12 +99,10 @@ struct RkubeRun {
 }
 
 async fn rkube_pods(cluster: &support::node::NodeCluster, n: usize, rate: f64, pid: u32, cd: u32) -> RkubeRun {
-    let kubeconfig = kube::config::Kubeconfig::read_from(cluster.server.kubeconfig()).expect("admin kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
-    let client = kube::Client::try_from(config).expect("kube client");
+    let client = common::admin_client(&cluster.server.kubeconfig()).await.expect("admin kube client");
     let pods: Api<Pod> = Api::namespaced(client, "default");
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let (opened, watch) = spawn_watch(pods.clone(), seen.clone());
+    let (opened, watch) = spawn_watch(pods.clone(), LABEL, seen.clone());
     opened.await.expect("the watch opened");
 
     let sent = Arc::new(Mutex::new(HashMap::<String, Instant>::new()));
@@ -473,9 +327,12 @@ fn main() {
     let args = parse_args();
     let n = args.pods;
     eprintln!("starting rkube server with its node agent…");
+    // Drops after the cluster: stops a containerd that outlived the server and `rkube killall`.
+    let mut containerd_guard = common::ContainerdGuard::default();
     let cluster = support::node::NodeCluster::start(&[]);
     let pid = cluster.server.pid().expect("rkube pid");
     let data_dir = cluster.server.data_dir().to_path_buf();
+    containerd_guard.0 = Some(data_dir.clone());
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     // Let start-up work (image import, first status and lease writes) finish.
     std::thread::sleep(Duration::from_secs(10));
@@ -552,6 +409,7 @@ fn main() {
         eprintln!("--- rkube stderr (tail) ---\n{}", tail(&cluster.server.logs(), 60));
     }
     drop(cluster);
+    drop(containerd_guard);
 }
 
 fn tail(s: &str, lines: usize) -> String {
