@@ -15,9 +15,10 @@ use crate::leader::{LeaderElector, Timing};
 use crate::runtime::{Ctx, Stop};
 use crate::{
     bootstrapsigner, clusterroleaggregation, cronjob, csrapproving, csrsigning, daemonset, deployment, disruption,
-    endpoints, endpointslice, endpointslicemirroring, garbagecollector, horizontalpodautoscaler, job, namespace, nodeipam, nodelifecycle,
-    persistentvolume, podgc, pvcprotection, pvprotection, replicaset, resourcequota, rootcacertpublisher,
-    serviceaccount, serviceaccounttoken, servicelb, statefulset, tainteviction, tokencleaner, ttlafterfinished,
+    endpoints, endpointslice, endpointslicemirroring, garbagecollector, horizontalpodautoscaler, job, namespace,
+    nodeipam, nodelifecycle, persistentvolume, podgc, pvcprotection, pvprotection, replicaset, resourcequota,
+    rootcacertpublisher, serviceaccount, serviceaccounttoken, servicelb, statefulset, tainteviction, tokencleaner,
+    ttlafterfinished,
 };
 
 const COMPONENT: &str = "kube-controller-manager";
@@ -96,12 +97,7 @@ pub const CONTROLLERS: &[ControllerInfo] = &[
     info(pvprotection::NAME, pvprotection::ALIAS, pvprotection::SERVICE_ACCOUNT, true),
     info(resourcequota::NAME, resourcequota::ALIAS, resourcequota::SERVICE_ACCOUNT, true),
     info(disruption::NAME, disruption::ALIAS, disruption::SERVICE_ACCOUNT, true),
-    info(
-        horizontalpodautoscaler::NAME,
-        horizontalpodautoscaler::ALIAS,
-        horizontalpodautoscaler::SERVICE_ACCOUNT,
-        true,
-    ),
+    info(horizontalpodautoscaler::NAME, horizontalpodautoscaler::ALIAS, horizontalpodautoscaler::SERVICE_ACCOUNT, true),
 ];
 
 const fn info(name: &'static str, alias: &'static str, sa: &'static str, on: bool) -> ControllerInfo {
@@ -236,9 +232,15 @@ pub async fn run(config: ManagerConfig, shutdown: impl Future<Output = ()>) -> R
             _ = &mut shutdown => true,
         };
         let _ = stop_tx.send(true);
-        for t in tasks {
-            if tokio::time::timeout(Duration::from_secs(5), t).await.is_err() {
-                tracing::warn!(component = COMPONENT, "a controller did not stop within 5s");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        for (c, t) in enabled.iter().zip(tasks) {
+            if tokio::time::timeout_at(deadline, t).await.is_err() {
+                tracing::warn!(
+                    component = COMPONENT,
+                    controller = c.name,
+                    "the {} controller did not stop within 5s; leaving it",
+                    c.name
+                );
             }
         }
         drop(credentials);

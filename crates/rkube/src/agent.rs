@@ -349,13 +349,18 @@ fn explain(url: &str, e: JoinError) -> anyhow::Error {
     const NEW_TOKEN: &str =
         "create a new join token with `rkube token create` on a server and pass it with --token (or RKUBE_TOKEN)";
     match e {
-        JoinError::Api { context, source } => match rkube_client::errors::api_code(&source) {
+        JoinError::Api { context, source } => {
+            let code = rkube_client::errors::api_code(&source);
+            // The Status message, not the whole Status.
+            let source = rkube_client::errors::message(&source);
+            match code {
             Some(401) => anyhow!("the server {url} rejected the join token ({context}: {source}); {NEW_TOKEN}"),
             Some(_) => anyhow!("{context}: {source}"),
             None => anyhow!(
                 "cannot reach the server at {url} ({context}: {source}); check --server and that `rkube server` runs there"
             ),
-        },
+            }
+        }
         JoinError::Untrusted(msg) => anyhow!("cannot join with this token: {msg}; {NEW_TOKEN}"),
         other => anyhow!(other),
     }
@@ -373,9 +378,8 @@ async fn cluster_ca(url: &str, token: &JoinToken, pki: &Path) -> anyhow::Result<
             return Ok(pem);
         }
     }
-    let info = join::discover_retrying(url, token, UNREACHABLE_RETRY, UNSIGNED_RETRY)
-        .await
-        .map_err(|e| explain(url, e))?;
+    let info =
+        join::discover_retrying(url, token, UNREACHABLE_RETRY, UNSIGNED_RETRY).await.map_err(|e| explain(url, e))?;
     tracing::info!(component = COMPONENT, "discovered the cluster CA; its hash matches the join token");
     // Stored certificates from another CA fail `usable` and are replaced.
     rkube_pki::write_private_file(&path, info.ca_pem.as_bytes())

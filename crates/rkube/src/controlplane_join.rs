@@ -181,7 +181,11 @@ fn write_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<()> {
 /// What to tell the user about a failed join step.
 fn explain(url: &str, e: JoinError) -> anyhow::Error {
     match e {
-        JoinError::Api { context, source } => match rkube_client::errors::api_code(&source) {
+        JoinError::Api { context, source } => {
+            let code = rkube_client::errors::api_code(&source);
+            // The Status message, not the whole Status.
+            let source = rkube_client::errors::message(&source);
+            match code {
             Some(401) => anyhow!("the server {url} rejected the join token ({context}: {source}); {NEW_TOKEN}"),
             Some(403) => anyhow!(
                 "the join token may not fetch the cluster's keys ({context}: {source}): it is a node join token, \
@@ -195,7 +199,8 @@ fn explain(url: &str, e: JoinError) -> anyhow::Error {
             None => anyhow!(
                 "cannot reach the server at {url} ({context}: {source}); check --server and that `rkube server` runs there"
             ),
-        },
+            }
+        }
         JoinError::Untrusted(msg) => anyhow!("cannot join with this token: {msg}; {NEW_TOKEN}"),
         other => anyhow!(other),
     }

@@ -45,6 +45,11 @@ use status::{Reserved, RuntimeHealth};
 const COMPONENT: &str = "kubelet";
 /// How often the status is checked (upstream's nodeStatusUpdateFrequency).
 pub const STATUS_CHECK_INTERVAL: Duration = Duration::from_secs(10);
+/// How often the status is checked until the node first posts Ready
+/// (upstream's fastStatusUpdateOnce period).
+const FAST_STATUS_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// How long the fast checks last at most (upstream's nodeReadyGracePeriod).
+const NODE_READY_GRACE_PERIOD: Duration = Duration::from_secs(120);
 /// How often an unchanged status is posted anyway (nodeStatusReportFrequency).
 pub const STATUS_REPORT_INTERVAL: Duration = Duration::from_secs(300);
 /// The kubelet's port reported in daemonEndpoints (upstream's default).
@@ -383,6 +388,7 @@ async fn status_loop(
     let mut runtime_version = String::new();
     let mut last_post: Option<Instant> = None;
     let mut posted_ready = false;
+    let started = Instant::now();
     loop {
         let node = match nodes.get_opt(&cfg.node_name).await {
             Ok(Some(n)) => Some(n),
@@ -466,8 +472,12 @@ async fn status_loop(
                 }
             }
         }
-        // Fast checks until the node first posts Ready, then the usual period.
-        let wait = if posted_ready { STATUS_CHECK_INTERVAL } else { Duration::from_secs(1) };
+        // Until the node first posts Ready, check every 100 ms for at most
+        // 120 s (upstream's fastStatusUpdateOnce and nodeReadyGracePeriod):
+        // the podCIDR and the CNI config arrive within a second of
+        // registration. Then the usual period.
+        let fast = !posted_ready && started.elapsed() < NODE_READY_GRACE_PERIOD;
+        let wait = if fast { FAST_STATUS_CHECK_INTERVAL } else { STATUS_CHECK_INTERVAL };
         tokio::time::sleep(wait).await;
     }
 }
