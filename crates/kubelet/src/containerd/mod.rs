@@ -8,8 +8,8 @@ mod process;
 
 pub use config::{configured_snapshotter, ContainerdConfig, RuntimePaths, Snapshotter};
 pub use process::{
-    managed_containerd_pids, remove_pod_bridge, teardown_host_state, teardown_node, ManagedContainerd, RuntimeError,
-    StartOptions,
+    managed_containerd_pids, process_running, processes, remove_pod_bridge, teardown_host_state, teardown_node,
+    ManagedContainerd, RuntimeError, StartOptions,
 };
 
 use std::path::{Path, PathBuf};

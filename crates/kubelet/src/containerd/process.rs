@@ -432,8 +432,8 @@ fn stop_processes(pids: &[i32]) {
     }
 }
 
-/// Every process's pid and NUL-split command line.
-fn processes() -> Vec<(i32, Vec<Vec<u8>>)> {
+/// Every process's pid and NUL-split command line (from `/proc`).
+pub fn processes() -> Vec<(i32, Vec<Vec<u8>>)> {
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     entries
         .flatten()
@@ -447,7 +447,7 @@ fn processes() -> Vec<(i32, Vec<Vec<u8>>)> {
 }
 
 /// Whether `pid` exists and has not exited (a zombie has).
-fn process_running(pid: i32) -> bool {
+pub fn process_running(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with('Z')))
