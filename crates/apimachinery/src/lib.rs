@@ -6,6 +6,7 @@
 pub mod apply;
 mod builtin_kinds;
 pub mod cel;
+pub mod duration;
 pub mod errors;
 pub mod meta;
 pub mod openapi;

@@ -536,38 +536,12 @@ impl EvictionArgs {
     }
 }
 
-/// Parses a Go duration of hours, minutes, seconds and milliseconds
-/// (`1h0m0s`, `30m`, `1.5h`, `500ms`), as kube-apiserver's duration flags take.
+/// Parses a flag's duration as kube's flags do, with Go's
+/// `time.ParseDuration` (`1h0m0s`, `30m`, `1.5h`, `500ms`, `10us`): see
+/// [`rkube_apimachinery::duration::parse_go_duration`]. Negative durations
+/// are refused. Errors are Go's text followed by an example.
 pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, String> {
-    let bad = || format!("invalid duration {s:?}: use e.g. 1h0m0s, 30m or 90s");
-    if s == "0" {
-        return Ok(std::time::Duration::ZERO);
-    }
-    let mut rest = s;
-    let mut total = 0f64;
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
-        let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let factor = match &rest[..unit_len] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            _ => return Err(bad()),
-        };
-        total += value * factor;
-        rest = &rest[unit_len..];
-    }
-    // Go's time.Duration is an int64 of nanoseconds: about 292 years.
-    std::time::Duration::try_from_secs_f64(total)
-        .ok()
-        .filter(|d| d.as_nanos() <= i64::MAX as u128)
-        .ok_or_else(|| format!("time: invalid duration {s:?}"))
+    rkube_apimachinery::duration::parse_go_duration(s).map_err(|e| format!("{e}: use e.g. 1h0m0s, 30m or 90s"))
 }
 
 /// The version line: rkube's version and the Kubernetes API level it serves.
@@ -672,11 +646,15 @@ mod tests {
         // Beyond Go's int64 nanoseconds: refused, not a panic.
         assert_eq!(
             parse_go_duration("99999999999999999999h").unwrap_err(),
-            "time: invalid duration \"99999999999999999999h\""
+            "time: invalid duration \"99999999999999999999h\": use e.g. 1h0m0s, 30m or 90s"
         );
-        for bad in ["", "1d", "h", "10"] {
+        for bad in ["", "1d", "h", "10", "-1h"] {
             assert!(parse_go_duration(bad).is_err(), "{bad}");
         }
+        // Every unit of Go's time.ParseDuration, as kube's flags take.
+        assert_eq!(parse_go_duration("1m500us250ns").unwrap(), std::time::Duration::from_nanos(60_000_500_250));
+        let err = parse(&["--event-ttl", "1d"]).unwrap_err();
+        assert!(err.contains("time: unknown unit \"d\" in duration \"1d\""), "{err}");
     }
 
     #[test]

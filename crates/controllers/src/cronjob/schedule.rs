@@ -92,31 +92,6 @@ fn field(expr: &str, b: &Bounds) -> Result<(u64, bool), String> {
     Ok((bits, star))
 }
 
-/// A Go duration with integer amounts (`90s`, `1h30m`, `500ms`).
-fn go_duration(s: &str) -> Result<Duration, String> {
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    if rest.is_empty() {
-        return Err(format!("invalid duration {s:?}"));
-    }
-    while !rest.is_empty() {
-        let n = rest.find(|c: char| !c.is_ascii_digit()).ok_or(format!("missing unit in duration {s:?}"))?;
-        let amount: u64 = rest[..n].parse().map_err(|_| format!("invalid duration {s:?}"))?;
-        rest = &rest[n..];
-        let u = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-        let unit = match &rest[..u] {
-            "h" => Duration::from_secs(3600),
-            "m" => Duration::from_secs(60),
-            "s" => Duration::from_secs(1),
-            "ms" => Duration::from_millis(1),
-            other => return Err(format!("unknown unit {other:?} in duration {s:?}")),
-        };
-        total += unit * amount as u32;
-        rest = &rest[u..];
-    }
-    Ok(total)
-}
-
 impl Schedule {
     /// Parses `spec` read in time zone `tz` (IANA name; `None`: UTC, as
     /// upstream's `time.LoadLocation("")`). A `TZ=`/`CRON_TZ=` prefix wins.
@@ -140,9 +115,10 @@ impl Schedule {
             "@daily" | "@midnight" => "0 0 * * *",
             "@hourly" => "0 * * * *",
             s if s.starts_with("@every ") => {
-                let d = go_duration(s["@every ".len()..].trim())?;
-                // robfig: at least one second, whole seconds.
-                let d = Duration::from_secs(d.as_secs().max(1));
+                // robfig's `Every`: Go's time.ParseDuration, then whole
+                // seconds, at least one (a negative duration gives 1s).
+                let nanos = rkube_apimachinery::duration::parse_go_duration_nanos(s["@every ".len()..].trim())?;
+                let d = Duration::from_secs((nanos.max(0) as u64 / 1_000_000_000).max(1));
                 return Ok(Schedule { kind: Kind::Every(d), tz });
             }
             s if s.starts_with('@') => return Err(format!("unrecognized descriptor: {s}")),
@@ -319,6 +295,12 @@ mod tests {
         assert_eq!(next("@yearly", None, "2012-07-09T14:45:00Z"), "2013-01-01T00:00:00Z");
         assert_eq!(next("0 9 * JAN-MAR mon-fri", None, "2012-12-31T10:00:00Z"), "2013-01-01T09:00:00Z");
         assert_eq!(next("@every 90s", None, "2012-07-09T14:45:00.5Z"), "2012-07-09T14:46:30Z");
+        // robfig's Every: Go durations, cut to whole seconds, at least 1s.
+        assert_eq!(next("@every 1m30.9s", None, "2012-07-09T14:45:00.5Z"), "2012-07-09T14:46:30Z");
+        assert_eq!(next("@every 1.5h", None, "2012-07-09T14:45:00Z"), "2012-07-09T16:15:00Z");
+        assert_eq!(next("@every 300ms", None, "2012-07-09T14:45:00.5Z"), "2012-07-09T14:45:01Z");
+        assert_eq!(next("@every -5s", None, "2012-07-09T14:45:00.5Z"), "2012-07-09T14:45:01Z");
+        assert_eq!(Schedule::parse("@every 1d", None).unwrap_err(), "time: unknown unit \"d\" in duration \"1d\"");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use rkube_apimachinery::duration::parse_go_duration;
 use serde::Deserialize;
 
 use super::replicas::{PodMetric, PodMetricsInfo};
@@ -51,37 +52,6 @@ pub struct PodMetricsList {
     pub items: Vec<PodMetrics>,
 }
 
-/// A Go duration (`1h2m3.5s`, `15s`, `500ms`) as a [`Duration`]; `None`
-/// when malformed or negative.
-pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    let mut rest = s;
-    let mut total = 0f64;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let n = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let value: f64 = rest[..n].parse().ok()?;
-        rest = &rest[n..];
-        let u = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let scale = match &rest[..u] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 1e-3,
-            "us" | "µs" | "μs" => 1e-6,
-            "ns" => 1e-9,
-            _ => return None,
-        };
-        total += value * scale;
-        rest = &rest[u..];
-    }
-    Some(Duration::from_secs_f64(total))
-}
-
 fn milli(q: &str) -> Option<i64> {
     rkube_apimachinery::quantity::milli_value(q).map(|v| v.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
 }
@@ -101,7 +71,8 @@ pub fn pod_metrics_info(
         let name = m.metadata.name.clone().unwrap_or_default();
         let timestamp =
             m.timestamp.as_deref().and_then(|t| t.parse::<Timestamp>().ok()).unwrap_or(Timestamp::UNIX_EPOCH);
-        let window = m.window.as_deref().and_then(parse_go_duration).unwrap_or(Duration::ZERO);
+        // Go's time.ParseDuration; a malformed or negative window counts as 0.
+        let window = m.window.as_deref().and_then(|w| parse_go_duration(w).ok()).unwrap_or(Duration::ZERO);
         match container {
             Some(want) => {
                 let Some(c) = m.containers.iter().find(|c| c.name == want) else {

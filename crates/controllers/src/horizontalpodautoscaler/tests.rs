@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::{HPAScalingPolicy, HPAScalingRules, HorizontalPodAutoscalerBehavior};
 use k8s_openapi::api::core::v1::Pod;
+use rkube_apimachinery::duration::parse_go_duration;
 use serde_json::json;
 
 use super::behavior::{with_defaults, History};
-use super::metrics::{parse_go_duration, pod_metrics_info, PodMetricsList};
+use super::metrics::{pod_metrics_info, PodMetricsList};
 use super::milli_quantity;
 use super::replicas::{group_pods, pod_requests, Calculator, PodMetric, PodMetricsInfo};
 
@@ -366,9 +367,9 @@ fn pod_metrics_follow_the_metrics_api_shape() {
     assert_eq!(cpu["a"].window, Duration::from_millis(10500));
     let app = pod_metrics_info(&list, "memory", Some("app"));
     assert_eq!(app.unwrap_err(), "container app not present in metrics for pod default/c");
-    assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
-    assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
-    assert_eq!(parse_go_duration("5x"), None);
+    assert_eq!(parse_go_duration("1m30s").ok(), Some(Duration::from_secs(90)));
+    assert_eq!(parse_go_duration("500ms").ok(), Some(Duration::from_millis(500)));
+    assert_eq!(parse_go_duration("5x").ok(), None);
 }
 
 #[test]

@@ -140,41 +140,12 @@ fn parse_descriptor(spec: &str) -> Result<(), String> {
     match spec {
         "@yearly" | "@annually" | "@monthly" | "@weekly" | "@daily" | "@midnight" | "@hourly" => Ok(()),
         _ => match spec.strip_prefix("@every ") {
-            Some(d) => parse_go_duration(d).map_err(|e| format!("failed to parse duration {spec}: {e}")),
+            Some(d) => crate::duration::parse_go_duration_nanos(d)
+                .map(|_| ())
+                .map_err(|e| format!("failed to parse duration {spec}: {e}")),
             None => Err(format!("unrecognized descriptor: {spec}")),
         },
     }
-}
-
-/// Go's `time.ParseDuration` grammar (`1h30m`, `1.5s`, `-2m`), with its
-/// error texts.
-fn parse_go_duration(s: &str) -> Result<(), String> {
-    let invalid = || format!("time: invalid duration {}", go_q(s));
-    let mut rest = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if rest == "0" {
-        return Ok(());
-    }
-    if rest.is_empty() {
-        return Err(invalid());
-    }
-    while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let num = &rest[..num_len];
-        if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-            return Err(invalid());
-        }
-        rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let unit = &rest[..unit_len];
-        if unit.is_empty() {
-            return Err(format!("time: missing unit in duration {}", go_q(s)));
-        }
-        if !matches!(unit, "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h") {
-            return Err(format!("time: unknown unit {} in duration {}", go_q(unit), go_q(s)));
-        }
-        rest = &rest[unit_len..];
-    }
-    Ok(())
 }
 
 /// Whether `name` is a time zone `time.LoadLocation` finds: `UTC`, or an
