@@ -305,13 +305,19 @@ impl JoinToken {
     /// The join token for `token` and the CA certificate `ca_pem`; `None`
     /// when the PEM holds no certificate.
     pub fn new(ca_pem: &str, token: BootstrapToken) -> Option<JoinToken> {
-        Some(JoinToken { ca_hash: ca_der_hash(&crate::pem::certificate_der(ca_pem)?), token })
+        Some(JoinToken { ca_hash: ca_pem_hash(ca_pem)?, token })
     }
 }
 
 /// Lower-case hex SHA-256 of a certificate's DER.
 pub fn ca_der_hash(der: &[u8]) -> String {
     ring::digest::digest(&ring::digest::SHA256, der).as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// [`ca_der_hash`] of the first certificate of a PEM text (the join
+/// token's pin); `None` when the PEM holds no certificate.
+pub fn ca_pem_hash(pem: &str) -> Option<String> {
+    crate::pem::certificate_der(pem).map(|der| ca_der_hash(&der))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ pub const PUBLIC_FILE_MODE: u32 = 0o644;
 pub const PRIVATE_DIR_MODE: u32 = 0o700;
 
 /// Creates `dir` (and its parents) if needed and sets its mode to 0700.
-pub(crate) fn ensure_private_dir(dir: &Path) -> Result<(), PkiError> {
+pub fn ensure_private_dir(dir: &Path) -> Result<(), PkiError> {
     let existed = dir.is_dir();
     fs::create_dir_all(dir).map_err(|e| PkiError::io("create directory", dir, e))?;
     let mode = fs::metadata(dir).map_err(|e| PkiError::io("inspect", dir, e))?.permissions().mode() & 0o777;

@@ -37,7 +37,7 @@ pub mod jws;
 pub mod kubeconfig;
 mod san;
 
-pub use fs::{write_private_file, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, PUBLIC_FILE_MODE};
+pub use fs::{ensure_private_dir, write_private_file, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, PUBLIC_FILE_MODE};
 pub use kubeconfig::Kubeconfig;
 pub use san::{San, ServingNames};
 

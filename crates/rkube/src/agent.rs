@@ -346,22 +346,32 @@ fn credential(c: &IssuedCertificate) -> CertAndKey {
 
 /// What to tell the user about a failed join step.
 fn explain(url: &str, e: JoinError) -> anyhow::Error {
-    const NEW_TOKEN: &str =
-        "create a new join token with `rkube token create` on a server and pass it with --token (or RKUBE_TOKEN)";
+    explain_join_error(
+        url,
+        e,
+        "create a new join token with `rkube token create` on a server and pass it with --token (or RKUBE_TOKEN)",
+    )
+}
+
+/// A failed join step (agent or server join) in words: a token the server
+/// rejects, a server that cannot be reached, an untrusted cluster-info,
+/// each with `new_token` (how to get a token that works) where it helps.
+pub(crate) fn explain_join_error(url: &str, e: JoinError, new_token: &str) -> anyhow::Error {
     match e {
         JoinError::Api { context, source } => {
             let code = rkube_client::errors::api_code(&source);
             // The Status message, not the whole Status.
             let source = rkube_client::errors::message(&source);
             match code {
-            Some(401) => anyhow!("the server {url} rejected the join token ({context}: {source}); {NEW_TOKEN}"),
-            Some(_) => anyhow!("{context}: {source}"),
-            None => anyhow!(
-                "cannot reach the server at {url} ({context}: {source}); check --server and that `rkube server` runs there"
-            ),
+                Some(401) => anyhow!("the server {url} rejected the join token ({context}: {source}); {new_token}"),
+                Some(_) => anyhow!("{context}: {source}"),
+                None => anyhow!(
+                    "cannot reach the server at {url} ({context}: {source}); check --server and that `rkube server` \
+                     runs there"
+                ),
             }
         }
-        JoinError::Untrusted(msg) => anyhow!("cannot join with this token: {msg}; {NEW_TOKEN}"),
+        JoinError::Untrusted(msg) => anyhow!("cannot join with this token: {msg}; {new_token}"),
         other => anyhow!(other),
     }
 }
@@ -372,7 +382,7 @@ fn explain(url: &str, e: JoinError) -> anyhow::Error {
 async fn cluster_ca(url: &str, token: &JoinToken, pki: &Path) -> anyhow::Result<String> {
     let path = pki.join(CA_FILE);
     if let Ok(pem) = std::fs::read_to_string(&path) {
-        let hash = rkube_controllers::pem::certificate_der(&pem).map(|der| bootstraptoken::ca_der_hash(&der));
+        let hash = bootstraptoken::ca_pem_hash(&pem);
         if hash.as_deref() == Some(token.ca_hash.as_str()) {
             tracing::info!(component = COMPONENT, path = %path.display(), "using the stored cluster CA the token pins");
             return Ok(pem);

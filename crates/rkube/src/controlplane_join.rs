@@ -27,7 +27,7 @@ use anyhow::anyhow;
 use rkube_apiserver::controlplane::{ControlPlaneBundle, FILES};
 use rkube_controllers::bootstraptoken::{self, JoinToken};
 use rkube_controllers::join::{self, JoinError};
-use rkube_pki::PkiFiles;
+use rkube_pki::{ClusterPki, PkiFiles};
 use rkube_store::DatastoreEndpoint;
 
 use crate::cli::ServerArgs;
@@ -57,16 +57,17 @@ pub fn cluster_settings(args: &ServerArgs) -> BTreeMap<String, String> {
     .collect()
 }
 
-/// What this server serves to joining servers: the files of `files` and
-/// [`cluster_settings`].
-pub fn bundle(args: &ServerArgs, files: &PkiFiles) -> anyhow::Result<ControlPlaneBundle> {
-    let mut map = BTreeMap::new();
-    for name in FILES {
-        let path = files.dir.join(name);
-        let text = std::fs::read_to_string(&path).map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
-        map.insert(name.to_string(), text);
-    }
-    Ok(ControlPlaneBundle::new(map, cluster_settings(args)))
+/// What this server serves to joining servers: the CA and service-account
+/// keys of `pki` (the [`FILES`]) and [`cluster_settings`].
+pub fn bundle(args: &ServerArgs, pki: &ClusterPki) -> ControlPlaneBundle {
+    let files = [
+        ("ca.crt", &pki.ca.cert_pem),
+        ("ca.key", &pki.ca.key_pem),
+        ("sa.key", &pki.service_account_key_pem),
+        ("sa.pub", &pki.service_account_public_key_pem),
+    ];
+    let files = files.into_iter().map(|(name, text)| (name.to_string(), text.clone())).collect();
+    ControlPlaneBundle::new(files, cluster_settings(args))
 }
 
 /// The settings of `ours` that differ from `theirs`, as messages naming the
@@ -81,11 +82,6 @@ pub fn mismatches(ours: &BTreeMap<String, String>, theirs: &BTreeMap<String, Str
             })
         })
         .collect()
-}
-
-/// The SHA-256 pin of a PEM certificate, as in join tokens.
-fn pin(pem: &str) -> Option<String> {
-    rkube_controllers::pem::certificate_der(pem).map(|der| bootstraptoken::ca_der_hash(&der))
 }
 
 /// Validates `--server`/`--token` and the datastore, and puts the shared
@@ -108,7 +104,7 @@ pub async fn prepare(args: &ServerArgs, url: &str, token: &str, files: &PkiFiles
 
     let present = FILES.iter().all(|f| files.dir.join(f).exists());
     if let Ok(pem) = std::fs::read_to_string(&files.ca_cert) {
-        let stored = pin(&pem).unwrap_or_else(|| "<not a certificate>".into());
+        let stored = bootstraptoken::ca_pem_hash(&pem).unwrap_or_else(|| "<not a certificate>".into());
         if stored != join.ca_hash {
             return Err(anyhow!(
                 "{} holds another cluster's CA (hash {stored}; the token pins {}): this data dir belongs to \
@@ -136,12 +132,7 @@ pub async fn prepare(args: &ServerArgs, url: &str, token: &str, files: &PkiFiles
         .map_err(|e| anyhow!("the server {url} sent an unusable control-plane bundle ({e}); is it an rkube server?"))?;
     check(&bundle, &join, &cluster_settings(args), &url)?;
 
-    std::fs::create_dir_all(&files.dir).map_err(|e| anyhow!("cannot create {}: {e}", files.dir.display()))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&files.dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| anyhow!("cannot set mode 0700 on {}: {e}", files.dir.display()))?;
-    }
+    rkube_pki::ensure_private_dir(&files.dir).map_err(|e| anyhow!("cannot prepare {}: {e}", files.dir.display()))?;
     for name in FILES {
         write_file(&files.dir, name, &bundle.files[name])?;
     }
@@ -161,7 +152,7 @@ fn check(
     if let Some(missing) = FILES.iter().find(|f| !bundle.files.contains_key(**f)) {
         return Err(anyhow!("the server {url} sent a control-plane bundle without {missing}"));
     }
-    if pin(&bundle.files["ca.crt"]).as_deref() != Some(join.ca_hash.as_str()) {
+    if bootstraptoken::ca_pem_hash(&bundle.files["ca.crt"]).as_deref() != Some(join.ca_hash.as_str()) {
         return Err(anyhow!("the server {url} sent a CA that is not the one the join token pins; {NEW_TOKEN}"));
     }
     let differences = mismatches(ours, &bundle.settings, url);
@@ -178,31 +169,25 @@ fn write_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What to tell the user about a failed join step.
+/// What to tell the user about a failed join step: a node token refused
+/// the keys, a server without them, else as an agent's join.
 fn explain(url: &str, e: JoinError) -> anyhow::Error {
-    match e {
-        JoinError::Api { context, source } => {
-            let code = rkube_client::errors::api_code(&source);
-            // The Status message, not the whole Status.
-            let source = rkube_client::errors::message(&source);
-            match code {
-            Some(401) => anyhow!("the server {url} rejected the join token ({context}: {source}); {NEW_TOKEN}"),
-            Some(403) => anyhow!(
-                "the join token may not fetch the cluster's keys ({context}: {source}): it is a node join token, \
-                 which joins agents only; {NEW_TOKEN}"
-            ),
-            Some(404) => anyhow!(
-                "the server {url} does not serve the control-plane bootstrap bundle ({context}: {source}); \
-                 join through an rkube server started without --server or one that has joined already"
-            ),
-            Some(_) => anyhow!("{context}: {source}"),
-            None => anyhow!(
-                "cannot reach the server at {url} ({context}: {source}); check --server and that `rkube server` runs there"
-            ),
-            }
-        }
-        JoinError::Untrusted(msg) => anyhow!("cannot join with this token: {msg}; {NEW_TOKEN}"),
-        other => anyhow!(other),
+    let code = match &e {
+        JoinError::Api { source, .. } => rkube_client::errors::api_code(source),
+        _ => None,
+    };
+    match (code, e) {
+        (Some(403), JoinError::Api { context, source }) => anyhow!(
+            "the join token may not fetch the cluster's keys ({context}: {}): it is a node join token, which \
+             joins agents only; {NEW_TOKEN}",
+            rkube_client::errors::message(&source)
+        ),
+        (Some(404), JoinError::Api { context, source }) => anyhow!(
+            "the server {url} does not serve the control-plane bootstrap bundle ({context}: {}); join through \
+             an rkube server started without --server or one that has joined already",
+            rkube_client::errors::message(&source)
+        ),
+        (_, e) => crate::agent::explain_join_error(url, e, NEW_TOKEN),
     }
 }
 
@@ -255,7 +240,7 @@ mod tests {
             extra: vec![],
         };
         rkube_pki::ClusterPki::ensure(&files, &names).unwrap();
-        let hash = pin(&std::fs::read_to_string(&files.ca_cert).unwrap()).unwrap();
+        let hash = bootstraptoken::ca_pem_hash(&std::fs::read_to_string(&files.ca_cert).unwrap()).unwrap();
         (dir, files, hash)
     }
 

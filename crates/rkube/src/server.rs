@@ -290,7 +290,7 @@ async fn start(args: ServerArgs) -> anyhow::Result<Running> {
             },
             metric_resolution: args.metric_resolution,
             // What joining servers fetch (GET /rkube/v1/bootstrap/control-plane).
-            control_plane_bundle: Some(std::sync::Arc::new(crate::controlplane_join::bundle(&args, &files)?)),
+            control_plane_bundle: Some(std::sync::Arc::new(crate::controlplane_join::bundle(&args, &pki))),
         },
         inflight: rkube_apiserver::filters::InflightLimits {
             max_read_only: args.max_requests_inflight,
