@@ -92,11 +92,14 @@ fn wait_active(server: &TestServer, job: &str, n: usize, secs: u64) -> Vec<Value
     }
 }
 
-/// Plays the kubelet: the pod finished with `phase` and the container's exit code.
+/// Plays the kubelet: the pod finished with `phase` and the container's
+/// exit code, now (`finishedAt`, which the pod-failure back-off counts from).
 fn finish(server: &TestServer, pod: &Value, phase: &str, exit_code: i32) {
     let name = pod["metadata"]["name"].as_str().unwrap();
+    let now = jiff::Timestamp::now().round(jiff::Unit::Second).unwrap().to_string();
     let patch = json!({"status": {"phase": phase, "containerStatuses": [{"name": "c", "image": "busybox", "imageID": "",
-        "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": exit_code, "reason": phase}}}]}});
+        "ready": false, "restartCount": 0,
+        "state": {"terminated": {"exitCode": exit_code, "reason": phase, "finishedAt": now}}}]}});
     kubectl_ok(server, &["patch", "pod", name, "--subresource=status", "--type=merge", "-p", &patch.to_string()]);
 }
 
@@ -345,4 +348,240 @@ fn ttl_seconds_after_finished_deletes_the_finished_job() {
         assert!(Instant::now() < deadline, "the Job was not deleted\n{}", server.logs());
         std::thread::sleep(Duration::from_millis(250));
     }
+}
+
+const FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
+
+/// The pod of `pods` with completion index `ix`.
+fn with_index(pods: &[Value], ix: &str) -> Value {
+    pods.iter().find(|p| p["metadata"]["annotations"][INDEX] == ix).cloned().unwrap_or_else(|| panic!("no index {ix}"))
+}
+
+/// Upstream backoffLimitPerIndex (e2e "should execute all indexes despite
+/// some failing when using backoffLimitPerIndex"; no conformance entry):
+/// index 1 always fails, is retried once with its own back-off and failure
+/// count, then listed in `status.failedIndexes`; the other indexes run to
+/// success and the Job fails with FailedIndexes.
+#[test]
+fn backoff_limit_per_index_fails_only_the_failing_index() {
+    let server = start("job-controller");
+    let spec = json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed", "backoffLimitPerIndex": 1});
+    apply(&server, &job("per", spec));
+    let pods = wait_active(&server, "per", 3, 30);
+    for p in &pods {
+        assert_eq!(p["metadata"]["annotations"][FAILURE_COUNT], "0", "{p:#}");
+    }
+    let first = with_index(&pods, "1");
+    finish(&server, &with_index(&pods, "0"), "Succeeded", 0);
+    finish(&server, &first, "Failed", 1);
+    // The replacement of index 1 comes after the index's own 10 s back-off
+    // and carries one failure.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let second = loop {
+        let active = active_pods(&server, "per");
+        if let Some(p) = active.iter().find(|p| p["metadata"]["annotations"][INDEX] == "1") {
+            break p.clone();
+        }
+        assert!(Instant::now() < deadline, "index 1 was not retried\n{}", server.logs());
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert_ne!(second["metadata"]["name"], first["metadata"]["name"]);
+    assert_eq!(second["metadata"]["annotations"][FAILURE_COUNT], "1");
+    finish(&server, &second, "Failed", 1);
+    // Past its limit: the index fails and is not retried; index 2 still runs.
+    let j = eventually(&server, &["job", "per"], 30, "failedIndexes 1", |j| {
+        j["status"]["failedIndexes"] == "1" && j["status"]["failed"] == 2
+    });
+    assert!(condition(&j, "Failed").is_none() && condition(&j, "FailureTarget").is_none(), "{j:#}");
+    assert_eq!(j["status"]["completedIndexes"], "0");
+    let active = active_pods(&server, "per");
+    assert_eq!(active.len(), 1, "{active:#?}");
+    assert_eq!(active[0]["metadata"]["annotations"][INDEX], "2");
+    finish(&server, &active[0], "Succeeded", 0);
+    let j = eventually(&server, &["job", "per"], 30, "Failed", |j| has_condition(j, "Failed", "True"));
+    for t in ["FailureTarget", "Failed"] {
+        let c = condition(&j, t).unwrap();
+        assert_eq!(c["status"], "True", "{t}");
+        assert_eq!(c["reason"], "FailedIndexes", "{t}");
+        assert_eq!(c["message"], "Job has failed indexes", "{t}");
+    }
+    assert_eq!(j["status"]["completedIndexes"], "0,2");
+    assert_eq!(j["status"]["failedIndexes"], "1");
+    assert_eq!((j["status"]["succeeded"].as_i64(), j["status"]["failed"].as_i64()), (Some(2), Some(2)));
+    assert!(condition(&j, "Complete").is_none());
+    assert_eq!(pods_of(&server, "per").len(), 4);
+    let (ty, _, msg) = wait_event(&server, "per", "FailedIndexes");
+    assert_eq!((ty.as_str(), msg.as_str()), ("Warning", "Job has failed indexes"));
+}
+
+/// Upstream maxFailedIndexes: with backoffLimitPerIndex 0 every failure
+/// fails its index; the second failed index exceeds maxFailedIndexes 1, so
+/// the Job fails with MaxFailedIndexesExceeded and its other pods go.
+#[test]
+fn max_failed_indexes_exceeded_fails_the_job() {
+    let server = start("job-controller");
+    let spec = json!({"completions": 4, "parallelism": 4, "completionMode": "Indexed",
+        "backoffLimitPerIndex": 0, "maxFailedIndexes": 1});
+    apply(&server, &job("mfi", spec));
+    let pods = wait_active(&server, "mfi", 4, 30);
+    finish(&server, &with_index(&pods, "0"), "Failed", 1);
+    let j = eventually(&server, &["job", "mfi"], 30, "failedIndexes 0", |j| j["status"]["failedIndexes"] == "0");
+    assert!(condition(&j, "Failed").is_none(), "{j:#}");
+    // Index 0 is not retried: still the three other pods.
+    assert_eq!(active_pods(&server, "mfi").len(), 3);
+    finish(&server, &with_index(&pods, "2"), "Failed", 1);
+    let j = eventually(&server, &["job", "mfi"], 30, "Failed", |j| has_condition(j, "Failed", "True"));
+    for t in ["FailureTarget", "Failed"] {
+        let c = condition(&j, t).unwrap();
+        assert_eq!(c["reason"], "MaxFailedIndexesExceeded", "{t}");
+        assert_eq!(c["message"], "Job has exceeded the specified maximal number of failed indexes", "{t}");
+    }
+    assert_eq!(j["status"]["failedIndexes"], "0,2");
+    assert_eq!(j["status"]["active"], 0);
+    // The pods of indexes 1 and 3 were deleted (and counted as failed).
+    assert!(active_pods(&server, "mfi").is_empty());
+    assert_eq!(j["status"]["failed"], 4);
+    wait_event(&server, "mfi", "MaxFailedIndexesExceeded");
+}
+
+/// Upstream FailIndex: a pod failure policy rule with action FailIndex
+/// fails the pod's index at once, whatever its backoffLimitPerIndex budget;
+/// the other index succeeds and the Job fails with FailedIndexes.
+#[test]
+fn fail_index_rule_fails_the_index_at_once() {
+    let server = start("job-controller");
+    let policy = json!({"rules": [{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [42]}}]});
+    let spec = json!({"completions": 2, "parallelism": 2, "completionMode": "Indexed",
+        "backoffLimitPerIndex": 3, "podFailurePolicy": policy});
+    apply(&server, &job("fi", spec));
+    let pods = wait_active(&server, "fi", 2, 30);
+    finish(&server, &with_index(&pods, "0"), "Failed", 42);
+    let j = eventually(&server, &["job", "fi"], 30, "failedIndexes 0", |j| j["status"]["failedIndexes"] == "0");
+    assert!(condition(&j, "Failed").is_none(), "{j:#}");
+    // Not retried: only index 1 runs.
+    let active = active_pods(&server, "fi");
+    assert_eq!(active.len(), 1, "{active:#?}");
+    assert_eq!(active[0]["metadata"]["annotations"][INDEX], "1");
+    finish(&server, &active[0], "Succeeded", 0);
+    let j = eventually(&server, &["job", "fi"], 30, "Failed", |j| has_condition(j, "Failed", "True"));
+    assert_eq!(condition(&j, "Failed").unwrap()["reason"], "FailedIndexes");
+    assert_eq!(
+        (j["status"]["completedIndexes"].as_str(), j["status"]["failedIndexes"].as_str()),
+        (Some("1"), Some("0"))
+    );
+    assert_eq!(j["status"]["failed"], 1);
+    assert_eq!(pods_of(&server, "fi").len(), 2);
+}
+
+fn pods_labelled(server: &TestServer, selector: &str) -> Vec<Value> {
+    get(server, &["pods", "-l", selector]).unwrap()["items"].as_array().unwrap().clone()
+}
+
+fn controlled_by(pod: &Value, uid: &str) -> bool {
+    pod["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(|refs| refs.iter().any(|r| r["uid"] == uid && r["controller"] == true && r["kind"] == "Job"))
+}
+
+fn has_finalizer(pod: &Value) -> bool {
+    pod["metadata"]["finalizers"].as_array().is_some_and(|f| f.iter().any(|x| x == FINALIZER))
+}
+
+/// Conformance "Jobs, orphan pods, re-adoption" ([sig-apps] Job should
+/// adopt matching orphans and release non-matching pods): an orphan pod
+/// matching the Job's (manual) selector is adopted — controller
+/// ownerReference and tracking finalizer — a pod orphaned by removing its
+/// ownerReference is re-adopted, and a pod whose labels stop matching is
+/// released.
+#[test]
+fn job_adopts_matching_orphans_and_releases_non_matching_pods() {
+    let server = start("job-controller");
+    let container = json!([{"name": "c", "image": "busybox"}]);
+    // An orphan that exists before the Job.
+    apply(
+        &server,
+        &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "namespace": "default",
+            "labels": {"app": "adopt-me"}}, "spec": {"restartPolicy": "Never", "containers": container}}),
+    );
+    apply(
+        &server,
+        &json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "adopter", "namespace": "default"},
+            "spec": {"parallelism": 2, "completions": 2, "manualSelector": true,
+                "selector": {"matchLabels": {"app": "adopt-me"}},
+                "template": {"metadata": {"labels": {"app": "adopt-me"}},
+                    "spec": {"restartPolicy": "Never", "containers": container}}}}),
+    );
+    let uid = get(&server, &["job", "adopter"]).unwrap()["metadata"]["uid"].as_str().unwrap().to_string();
+    let stray = eventually(&server, &["pod", "stray"], 30, "stray adopted", |p| controlled_by(p, &uid));
+    assert!(has_finalizer(&stray), "{stray:#}");
+    let owner = &stray["metadata"]["ownerReferences"][0];
+    assert_eq!((owner["apiVersion"].as_str(), owner["name"].as_str()), (Some("batch/v1"), Some("adopter")));
+    assert_eq!(owner["blockOwnerDeletion"], true);
+    // The adopted pod counts: the Job created only one more.
+    eventually(&server, &["job", "adopter"], 30, "active=2", |j| j["status"]["active"] == 2);
+    let pods = pods_labelled(&server, "app=adopt-me");
+    assert_eq!(pods.len(), 2, "{pods:#?}");
+    assert!(pods.iter().all(|p| controlled_by(p, &uid)));
+
+    // Orphan a pod by removing its ownerReference: the Job adopts it again.
+    let created = pods.iter().find(|p| p["metadata"]["name"] != "stray").unwrap();
+    let created_name = created["metadata"]["name"].as_str().unwrap().to_string();
+    kubectl_ok(
+        &server,
+        &[
+            "patch",
+            "pod",
+            &created_name,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/ownerReferences"}]"#,
+        ],
+    );
+    eventually(&server, &["pod", &created_name], 30, "re-adopted", |p| controlled_by(p, &uid));
+
+    // A pod whose labels no longer match is released (and its tracking
+    // finalizer removed); the Job replaces it.
+    kubectl_ok(&server, &["label", "pod", "stray", "app=gone", "--overwrite"]);
+    let released =
+        eventually(&server, &["pod", "stray"], 30, "released", |p| !controlled_by(p, &uid) && !has_finalizer(p));
+    assert!(released["metadata"]["ownerReferences"].as_array().is_none_or(|r| r.is_empty()), "{released:#}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pods = pods_labelled(&server, "app=adopt-me");
+        if pods.len() == 2 && pods.iter().all(|p| controlled_by(p, &uid)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no replacement for the released pod: {pods:#?}\n{}", server.logs());
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Upstream's orphan-pod worker: deleting a running Job (the garbage
+/// collector then deletes its pods) or orphaning its pods
+/// (`--cascade=orphan`) leaves no pod held by the tracking finalizer — the
+/// deleted pods go away, the orphaned ones stay without the finalizer.
+#[test]
+fn pods_of_a_deleted_job_lose_the_tracking_finalizer() {
+    let server = start("job-controller,garbage-collector-controller");
+    apply(&server, &job("doomed", json!({"parallelism": 2, "completions": 2})));
+    let pods = wait_active(&server, "doomed", 2, 30);
+    assert!(pods.iter().all(has_finalizer), "{pods:#?}");
+    kubectl_ok(&server, &["delete", "job", "doomed", "--wait=false"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !pods_of(&server, "doomed").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the deleted Job's pods are still there: {:#?}\n{}",
+            pods_of(&server, "doomed"),
+            server.logs()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
+    apply(&server, &job("orphaner", json!({"parallelism": 1, "completions": 1})));
+    let pod = wait_active(&server, "orphaner", 1, 30).remove(0);
+    let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+    kubectl_ok(&server, &["delete", "job", "orphaner", "--cascade=orphan"]);
+    let kept = eventually(&server, &["pod", &name], 60, "orphaned pod without finalizer", |p| !has_finalizer(p));
+    assert!(kept["metadata"]["deletionTimestamp"].is_null(), "{kept:#}");
 }

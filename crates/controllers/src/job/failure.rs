@@ -23,6 +23,16 @@ pub const MSG_BACKOFF_LIMIT: &str = "Job has reached the specified backoff limit
 pub const REASON_DEADLINE: &str = "DeadlineExceeded";
 /// Its message.
 pub const MSG_DEADLINE: &str = "Job was active longer than specified deadline";
+/// `MaxFailedIndexesExceeded`'s reason (backoffLimitPerIndex).
+pub const REASON_MAX_FAILED_INDEXES: &str = "MaxFailedIndexesExceeded";
+/// Its message.
+pub const MSG_MAX_FAILED_INDEXES: &str = "Job has exceeded the specified maximal number of failed indexes";
+/// `FailedIndexes`' reason: every index finished and at least one failed.
+pub const REASON_FAILED_INDEXES: &str = "FailedIndexes";
+/// Its message.
+pub const MSG_FAILED_INDEXES: &str = "Job has failed indexes";
+/// The pod failure policy action that fails the pod's index at once.
+pub const ACTION_FAIL_INDEX: &str = "FailIndex";
 /// The reason when a FailJob rule of the pod failure policy matched.
 pub const REASON_POD_FAILURE_POLICY: &str = "PodFailurePolicy";
 
@@ -114,16 +124,33 @@ pub fn is_pod_failed(pod: &Pod, job: &Job) -> bool {
     pod.metadata.deletion_timestamp.is_some() && phase != Some("Succeeded")
 }
 
-/// When a failed pod finished: its containers' latest `finishedAt`, else its
-/// deletion time (upstream `getFinishedTime`, which otherwise falls back to now).
-pub fn finished_time(pod: &Pod) -> Option<jiff::Timestamp> {
+/// When a pod finished (upstream `getFinishedTime`): the latest
+/// `finishedAt` once every container terminated; else when its Ready
+/// condition turned False; else its deletion time minus the grace period;
+/// else its creation time (the Unix epoch when even that is missing).
+pub fn finish_time(pod: &Pod) -> jiff::Timestamp {
     let status = pod.status.as_ref();
-    let latest = status
-        .into_iter()
-        .flat_map(|s| s.container_statuses.iter().flatten().chain(s.init_container_statuses.iter().flatten()))
-        .filter_map(|cs| cs.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref().map(|t| t.0))
-        .max();
-    latest.or_else(|| pod.metadata.deletion_timestamp.as_ref().map(|t| t.0))
+    let containers: Vec<_> = status.into_iter().flat_map(|s| s.container_statuses.iter().flatten()).collect();
+    let from_containers = containers
+        .iter()
+        .map(|cs| cs.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref().map(|t| t.0))
+        .collect::<Option<Vec<_>>>()
+        .and_then(|v| v.into_iter().max());
+    if let Some(t) = from_containers {
+        return t;
+    }
+    let ready_false = status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready" && c.status == "False"))
+        .and_then(|c| c.last_transition_time.as_ref().map(|t| t.0));
+    if let Some(t) = ready_false {
+        return t;
+    }
+    if let Some(t) = pod.metadata.deletion_timestamp.as_ref() {
+        let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+        return t.0.checked_sub(jiff::SignedDuration::from_secs(grace)).unwrap_or(t.0);
+    }
+    pod.metadata.creation_timestamp.as_ref().map_or(jiff::Timestamp::UNIX_EPOCH, |t| t.0)
 }
 
 /// One Job's pod-failure back-off state (upstream `backoffRecord`): failures

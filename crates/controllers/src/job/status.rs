@@ -5,7 +5,7 @@
 //! results into `status.uncountedTerminatedPods` first, then the pods'
 //! tracking finalizers removed, then the counters moved.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus, UncountedTerminatedPods};
@@ -62,6 +62,7 @@ pub async fn sync(jc: &JobController, mut job: Job, pods: Vec<Pod>) -> Result<Op
     let key = crate::runtime::key_of(&job);
     let spec = job.spec.clone().unwrap_or_default();
     let indexed = manage::is_indexed(&job);
+    let per_index = indexed::has_backoff_limit_per_index(&job);
     let completions = spec.completions;
     let status = job.status.get_or_insert_with(Default::default);
     let uncounted = status.uncounted_terminated_pods.get_or_insert_with(Default::default).clone();
@@ -91,7 +92,7 @@ pub async fn sync(jc: &JobController, mut job: Job, pods: Vec<Pod>) -> Result<Op
     if status.start_time.is_none() && !manage::suspended(&job) {
         job.status.as_mut().expect("set").start_time = Some(Time(now));
     }
-    let finish = |p: &&Pod| failure::finished_time(p).unwrap_or(now);
+    let finish = |p: &&Pod| failure::finish_time(p);
     let old_record = jc.backoffs.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned().unwrap_or_default();
     let record = old_record.next(
         &new_succeeded.iter().map(finish).collect::<Vec<_>>(),
@@ -115,7 +116,9 @@ pub async fn sync(jc: &JobController, mut job: Job, pods: Vec<Pod>) -> Result<Op
     }
     let start = job.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
     if finished.is_none() {
-        let backoff_limit = spec.backoff_limit.unwrap_or(6);
+        // With backoffLimitPerIndex the API server defaults backoffLimit to
+        // MaxInt32: only the per-index limits apply unless both are set.
+        let backoff_limit = spec.backoff_limit.unwrap_or(if per_index { i32::MAX } else { 6 });
         if failed > backoff_limit || past_backoff_limit_on_failure(&job, &pods, backoff_limit) {
             finished = Some(condition(
                 "FailureTarget",
@@ -140,6 +143,8 @@ pub async fn sync(jc: &JobController, mut job: Job, pods: Vec<Pod>) -> Result<Op
         completions.unwrap_or(0),
     );
     let mut succeeded_indexes = prev_succeeded_indexes.clone();
+    let mut failed_indexes: Option<Intervals> = None;
+    let mut delayed: BTreeMap<i32, &Pod> = BTreeMap::new();
     if indexed {
         let more = pods
             .iter()
@@ -148,6 +153,18 @@ pub async fn sync(jc: &JobController, mut job: Job, pods: Vec<Pod>) -> Result<Op
             .filter(|ix| *ix < completions.unwrap_or(0));
         succeeded_indexes = prev_succeeded_indexes.with(more);
         succeeded = succeeded_indexes.total();
+        if per_index {
+            let failed_ix = indexed::failed_indexes(&job, &pods);
+            if finished.is_none() {
+                let max = spec.max_failed_indexes;
+                let c = completions.unwrap_or(0);
+                if let Some((reason, msg)) = indexed::failed_indexes_outcome(max, &failed_ix, &succeeded_indexes, c) {
+                    finished = Some(condition("FailureTarget", "True", reason, msg, now));
+                }
+            }
+            delayed = indexed::pods_with_delayed_deletion(&job, &pods, &succeeded_indexes, &failed_ix);
+            failed_indexes = Some(failed_ix);
+        }
         if finished.is_none() {
             if let Some(msg) = success::match_success_policy(
                 spec.success_policy.as_ref(),
@@ -190,28 +207,55 @@ pub async fn sync(jc: &JobController, mut job: Job, pods: Vec<Pod>) -> Result<Op
                     let waiting = if failure::only_replace_failed_pods(&job) { terminating } else { 0 };
                     let diff = want - waiting - active;
                     if diff > 0 {
-                        let remaining =
-                            record.remaining(now, failure::POD_FAILURE_BACKOFF, failure::MAX_POD_FAILURE_BACKOFF);
+                        // backoffLimitPerIndex: each index waits on its own
+                        // failures instead of the Job-wide record.
+                        let remaining = if per_index {
+                            Duration::ZERO
+                        } else {
+                            record.remaining(now, failure::POD_FAILURE_BACKOFF, failure::MAX_POD_FAILURE_BACKOFF)
+                        };
                         if remaining > Duration::ZERO {
                             requeue = Some(requeue.map_or(remaining, |r| r.min(remaining)));
                         } else {
-                            let indexes: Vec<Option<i32>> = if indexed {
-                                let held: BTreeSet<i32> =
+                            let new_pods: Vec<Pod> = if indexed {
+                                let mut held: BTreeSet<i32> =
                                     active_pods.iter().filter_map(|p| indexed::completion_index(p)).collect();
-                                indexed::first_pending_indexes(
+                                if failure::only_replace_failed_pods(&job) {
+                                    held.extend(
+                                        pods.iter()
+                                            .filter(|p| manage::is_terminating(p))
+                                            .filter_map(indexed::completion_index),
+                                    );
+                                }
+                                let mut ixs = indexed::first_pending_indexes(
                                     diff as usize,
                                     completions.unwrap_or(0),
                                     &succeeded_indexes,
-                                    None,
+                                    failed_indexes.as_ref(),
                                     &held,
-                                )
-                                .into_iter()
-                                .map(Some)
-                                .collect()
+                                );
+                                if per_index {
+                                    let (ready_now, wait) = indexes_ready_to_create(&ixs, &delayed, now);
+                                    if ready_now.is_empty() && wait > Duration::ZERO {
+                                        requeue = Some(requeue.map_or(wait, |r| r.min(wait)));
+                                    }
+                                    ixs = ready_now;
+                                }
+                                ixs.into_iter()
+                                    .map(|ix| {
+                                        let mut pod = manage::pod_for(&job, Some(ix));
+                                        if per_index {
+                                            let replaced = delayed.get(&ix).copied();
+                                            let counts = indexed::new_index_failure_counts(&job, replaced);
+                                            indexed::set_index_failure_counts(&mut pod, counts);
+                                        }
+                                        pod
+                                    })
+                                    .collect()
                             } else {
-                                vec![None; diff as usize]
+                                (0..diff).map(|_| manage::pod_for(&job, None)).collect()
                             };
-                            active += create_pods(jc, &job, &indexes).await?;
+                            active += create_pods(jc, &job, &new_pods).await?;
                         }
                     }
                 }
@@ -266,6 +310,8 @@ pub async fn sync(jc: &JobController, mut job: Job, pods: Vec<Pod>) -> Result<Op
         unc_succeeded: unc_succeeded.iter().map(|s| s.to_string()).collect(),
         unc_failed: unc_failed.iter().map(|s| s.to_string()).collect(),
         terminating,
+        failed_indexes,
+        delayed: delayed.values().map(|p| uid(p)).collect(),
     };
     track_and_remove_finalizers(jc, job, track, needs_update).await?;
     jc.backoffs.lock().unwrap_or_else(|e| e.into_inner()).insert(key, record);
@@ -301,6 +347,10 @@ struct Tracking<'a> {
     unc_succeeded: HashSet<String>,
     unc_failed: HashSet<String>,
     terminating: i32,
+    /// `status.failedIndexes` to write (backoffLimitPerIndex only).
+    failed_indexes: Option<Intervals>,
+    /// UIDs of failed pods whose finalizer waits for their replacement.
+    delayed: HashSet<String>,
 }
 
 /// Moves the UIDs of pods whose finalizer is gone out of
@@ -352,15 +402,16 @@ async fn track_and_remove_finalizers(
             continue;
         }
         let considered_failed = failure::is_pod_failed(pod, &snapshot);
+        let u = uid(pod);
+        // Upstream canRemoveFinalizer.
         let can_release = snapshot.metadata.deletion_timestamp.is_some()
             || finished.is_some()
             || manage::phase(pod) == "Succeeded"
-            || considered_failed;
+            || (considered_failed && !t.delayed.contains(&u));
         if !can_release {
             continue;
         }
         to_release.push(pod);
-        let u = uid(pod);
         if manage::phase(pod) == "Succeeded" && !t.unc_failed.contains(&u) {
             if indexed {
                 if let Some(ix) = indexed::completion_index(pod) {
@@ -389,6 +440,11 @@ async fn track_and_remove_finalizers(
         }
         status.succeeded = Some(all.total());
         status.completed_indexes = Some(s);
+        let failed = t.failed_indexes.as_ref().map(Intervals::to_string);
+        if failed != status.failed_indexes {
+            status.failed_indexes = failed;
+            needs_flush = true;
+        }
     }
     if let Some(c) = finished.clone().filter(|c| c.type_ == "FailureTarget") {
         status.conditions.get_or_insert_with(Vec::new).push(c.clone());
@@ -522,16 +578,47 @@ async fn delete_pods(jc: &JobController, job: &Job, pods: &[&Pod], release: bool
     (deleted, ready)
 }
 
-/// Creates one pod per entry (an index for Indexed Jobs); returns how many
-/// were created. Stops at the first failure (upstream's slow start gives up
-/// on the rest of the batch).
-async fn create_pods(jc: &JobController, job: &Job, indexes: &[Option<i32>]) -> Result<i32, Error> {
+/// Upstream `getPodCreationInfoForIndependentIndexes`: of the pending
+/// `indexes`, those whose own back-off is over (counted from the index's
+/// last failed pod, `10 s · 2^(failures−1)` capped at 10 min); when none
+/// is, the shortest wait left.
+fn indexes_ready_to_create(
+    indexes: &[i32],
+    delayed: &BTreeMap<i32, &Pod>,
+    now: jiff::Timestamp,
+) -> (Vec<i32>, Duration) {
+    let mut ready = Vec::new();
+    let mut wait: Option<Duration> = None;
+    for ix in indexes {
+        let remaining = delayed.get(ix).map_or(Duration::ZERO, |p| {
+            let failures = indexed::index_absolute_failure_count(p).saturating_add(1) as u32;
+            failure::BackoffRecord {
+                failures_after_last_success: failures,
+                last_failure_time: Some(failure::finish_time(p)),
+            }
+            .remaining(now, failure::POD_FAILURE_BACKOFF, failure::MAX_POD_FAILURE_BACKOFF)
+        });
+        if remaining.is_zero() {
+            ready.push(*ix);
+        } else {
+            wait = Some(wait.map_or(remaining, |w| w.min(remaining)));
+        }
+    }
+    if ready.is_empty() {
+        (ready, wait.unwrap_or(Duration::ZERO))
+    } else {
+        (ready, Duration::ZERO)
+    }
+}
+
+/// Creates `pods` in order; returns how many were created. Stops at the
+/// first failure (upstream's slow start gives up on the rest of the batch).
+async fn create_pods(jc: &JobController, job: &Job, pods: &[Pod]) -> Result<i32, Error> {
     let ns = job.metadata.namespace.clone().unwrap_or_default();
     let api = Api::<Pod>::namespaced(jc.ctx.client.clone(), &ns);
     let mut created = 0;
-    for ix in indexes {
-        let pod = manage::pod_for(job, *ix);
-        match api.create(&PostParams::default(), &pod).await {
+    for pod in pods {
+        match api.create(&PostParams::default(), pod).await {
             Ok(p) => {
                 created += 1;
                 let name = p.metadata.name.unwrap_or_default();
@@ -588,5 +675,30 @@ mod tests {
         assert_eq!((unc.succeeded, unc.failed), (None, None));
         assert_eq!((st.succeeded, st.failed), (Some(3), Some(5)));
         assert!(!clean_uncounted(&mut st, &HashSet::new()));
+    }
+
+    #[test]
+    fn each_index_backs_off_on_its_own() {
+        // Upstream TestGetRemainingTimePerIndex via
+        // getPodCreationInfoForIndependentIndexes: an index whose last pod
+        // failed with count n waits 10 s · 2^n from that failure; indexes
+        // without a failed pod start at once; with none ready, the
+        // shortest wait is returned.
+        let failed = |count: &str, at: i64| -> Pod {
+            let at = jiff::Timestamp::from_second(1_700_000_000 + at).unwrap().to_string();
+            serde_json::from_value(json!({"metadata": {"annotations": {
+                    "batch.kubernetes.io/job-index-failure-count": count}},
+                "status": {"phase": "Failed", "containerStatuses": [{"name": "c", "image": "", "imageID": "",
+                    "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 1, "finishedAt": at}}}]}}))
+            .unwrap()
+        };
+        let (p1, p2) = (failed("0", 0), failed("1", 0));
+        let delayed: BTreeMap<i32, &Pod> = [(1, &p1), (2, &p2)].into();
+        let at = |s: i64| jiff::Timestamp::from_second(1_700_000_000 + s).unwrap();
+        assert_eq!(indexes_ready_to_create(&[0, 1, 2], &delayed, at(5)), (vec![0], Duration::ZERO));
+        assert_eq!(indexes_ready_to_create(&[1, 2], &delayed, at(5)), (vec![], Duration::from_secs(5)));
+        assert_eq!(indexes_ready_to_create(&[1, 2], &delayed, at(10)), (vec![1], Duration::ZERO));
+        assert_eq!(indexes_ready_to_create(&[2], &delayed, at(12)), (vec![], Duration::from_secs(8)));
+        assert_eq!(indexes_ready_to_create(&[2], &delayed, at(20)), (vec![2], Duration::ZERO));
     }
 }

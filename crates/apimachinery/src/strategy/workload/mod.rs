@@ -155,7 +155,9 @@ impl Strategy for Workload {
                     spec.insert("completions".into(), json!(1));
                 }
                 set(spec, "parallelism", json!(1));
-                set(spec, "backoffLimit", json!(6));
+                // A per-index limit replaces the Job-wide one (upstream: MaxInt32).
+                let per_index = spec.get("backoffLimitPerIndex").is_some_and(|v| !v.is_null());
+                set(spec, "backoffLimit", json!(if per_index { i32::MAX } else { 6 }));
                 set(spec, "completionMode", json!("NonIndexed"));
                 set(spec, "suspend", json!(false));
                 let replacement = if spec.contains_key("podFailurePolicy") { "Failed" } else { "TerminatingOrFailed" };
@@ -497,6 +499,11 @@ mod tests {
         assert_eq!(job["spec"]["manualSelector"], false);
         assert_eq!(job["spec"]["completionMode"], "NonIndexed");
         assert_eq!(job["spec"]["podReplacementPolicy"], "TerminatingOrFailed");
+        // backoffLimitPerIndex replaces the Job-wide limit (upstream: MaxInt32).
+        let mut per_index = json!({"spec": {"backoffLimitPerIndex": 1, "completionMode": "Indexed", "completions": 3,
+            "template": {"spec": {"restartPolicy": "Never", "containers": []}}}});
+        j.default(&mut per_index);
+        assert_eq!(per_index["spec"]["backoffLimit"], 2147483647);
 
         let c = for_kind("batch", "CronJob", true).unwrap();
         let mut cj = json!({"spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": {"spec": {}}}}}});
