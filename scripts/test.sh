@@ -10,13 +10,15 @@
 #   - nftables, conntrack, iproute2: kube-proxy, NetworkPolicy and the node
 #     network program the host (the network tests do so inside network
 #     namespaces they create); dnsutils: dig queries the cluster DNS;
+#   - dbus-daemon: the graceful node shutdown test runs a private bus with a
+#     stand-in for systemd-logind (the machine need not run systemd);
 #   - kubectl comes with the machine image (/usr/bin/kubectl);
 #   - the official Python `kubernetes` client, pip-installed into a venv under
 #     target/ (client_python.rs finds its interpreter via RKUBE_TEST_PYTHON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(protobuf-compiler etcd-server containerd runc containernetworking-plugins busybox-static nftables conntrack iproute2 dnsutils)
+packages=(protobuf-compiler etcd-server containerd runc containernetworking-plugins busybox-static nftables conntrack iproute2 dnsutils dbus-daemon)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

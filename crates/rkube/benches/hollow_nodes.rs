@@ -320,6 +320,7 @@ fn config(
         cluster_domain: "cluster.local".into(),
         kubelet_port: support::free_port(),
         eviction: Default::default(),
+        shutdown: Default::default(),
     }
 }
 

@@ -112,6 +112,9 @@ pub struct AgentArgs {
     #[command(flatten)]
     pub eviction: crate::cli::EvictionArgs,
 
+    #[command(flatten)]
+    pub shutdown: crate::cli::ShutdownArgs,
+
     /// ClusterIP of the cluster DNS Service (the servers' --cluster-dns).
     #[arg(long, value_name = "IP", default_value = "10.43.0.10", env = "RKUBE_CLUSTER_DNS")]
     pub cluster_dns: IpAddr,
@@ -297,6 +300,7 @@ async fn join_cluster(args: &AgentArgs) -> anyhow::Result<Joined> {
         kubelet_port: args.kubelet_port,
         serving_credential: credential(&serving),
         eviction: args.eviction.config()?,
+        shutdown: args.shutdown.config()?,
     };
     let network = match proxy_cert {
         None => None,

@@ -275,6 +275,9 @@ pub struct ServerArgs {
     pub eviction: EvictionArgs,
 
     #[command(flatten)]
+    pub shutdown: ShutdownArgs,
+
+    #[command(flatten)]
     pub network: crate::networking::NetworkArgs,
 
     /// How long Events are kept, as a Go duration (e.g. 1h0m0s, 30m, 90s).
@@ -496,6 +499,28 @@ pub struct EvictionArgs {
           env = "RKUBE_EVICTION_PRESSURE_TRANSITION_PERIOD")]
     pub eviction_pressure_transition_period: std::time::Duration,
 
+    /// Soft eviction thresholds, `signal<quantity` or `signal<percent%` separated by commas
+    /// (the signals of --eviction-hard); each must be crossed for its
+    /// --eviction-soft-grace-period before it evicts a pod.
+    #[arg(long, value_name = "LIST", default_value = "", env = "RKUBE_EVICTION_SOFT")]
+    pub eviction_soft: String,
+
+    /// Grace periods of the soft thresholds, `signal=duration` separated by commas
+    /// (Go durations, e.g. memory.available=1m30s); every soft threshold needs one.
+    #[arg(long, value_name = "LIST", default_value = "", env = "RKUBE_EVICTION_SOFT_GRACE_PERIOD")]
+    pub eviction_soft_grace_period: String,
+
+    /// Most grace (seconds) a pod evicted by a soft threshold gets; it gets its own
+    /// terminationGracePeriodSeconds if smaller (hard evictions kill at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0, allow_negative_numbers = true,
+          env = "RKUBE_EVICTION_MAX_POD_GRACE_PERIOD")]
+    pub eviction_max_pod_grace_period: i64,
+
+    /// Minimum reclaims, `signal=quantity` or `signal=percent%` separated by commas: once a
+    /// threshold of the signal is met, pressure lasts until the signal is above threshold + this.
+    #[arg(long, value_name = "LIST", default_value = "", env = "RKUBE_EVICTION_MINIMUM_RECLAIM")]
+    pub eviction_minimum_reclaim: String,
+
     /// Image filesystem usage percent above which image GC runs (100 disables it).
     #[arg(long, value_name = "PERCENT", default_value_t = 85, env = "RKUBE_IMAGE_GC_HIGH_THRESHOLD")]
     pub image_gc_high_threshold: u8,
@@ -519,8 +544,20 @@ impl EvictionArgs {
     /// The agent's eviction settings; errors name the flag at fault.
     pub fn config(&self) -> anyhow::Result<rkube_kubelet::agent::eviction::EvictionConfig> {
         use rkube_kubelet::agent::{eviction, image_gc};
-        let hard =
-            eviction::parse_thresholds(&self.eviction_hard).map_err(|e| anyhow::anyhow!("--eviction-hard: {e}"))?;
+        // Each flag on its own first, so that an error names the flag at fault.
+        eviction::parse_thresholds(&self.eviction_hard).map_err(|e| anyhow::anyhow!("--eviction-hard: {e}"))?;
+        eviction::parse_thresholds(&self.eviction_soft).map_err(|e| anyhow::anyhow!("--eviction-soft: {e}"))?;
+        eviction::parse_grace_periods(&self.eviction_soft_grace_period)
+            .map_err(|e| anyhow::anyhow!("--eviction-soft-grace-period: {e}"))?;
+        eviction::parse_min_reclaims(&self.eviction_minimum_reclaim)
+            .map_err(|e| anyhow::anyhow!("--eviction-minimum-reclaim: {e}"))?;
+        let thresholds = eviction::threshold_config(
+            &self.eviction_hard,
+            &self.eviction_soft,
+            &self.eviction_soft_grace_period,
+            &self.eviction_minimum_reclaim,
+        )
+        .map_err(|e| anyhow::anyhow!("--eviction-soft-grace-period: {e}"))?;
         let image_gc = image_gc::ImageGcConfig {
             high_percent: self.image_gc_high_threshold,
             low_percent: self.image_gc_low_threshold,
@@ -529,10 +566,39 @@ impl EvictionArgs {
         };
         image_gc.validate().map_err(|e| anyhow::anyhow!(e))?;
         Ok(eviction::EvictionConfig {
-            hard,
+            thresholds,
             pressure_transition_period: self.eviction_pressure_transition_period,
+            max_pod_grace_period: self.eviction_max_pod_grace_period,
             image_gc,
         })
+    }
+}
+
+/// The node agent's graceful node shutdown flags (upstream kubelet's
+/// `shutdownGracePeriod` and `shutdownGracePeriodCriticalPods`).
+#[derive(Debug, Clone, Args)]
+pub struct ShutdownArgs {
+    /// How long the node delays a system shutdown (a systemd-logind delay inhibitor) to stop its
+    /// pods gracefully (Go duration; 0 disables graceful node shutdown).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_go_duration,
+          env = "RKUBE_SHUTDOWN_GRACE_PERIOD")]
+    pub shutdown_grace_period: std::time::Duration,
+
+    /// The part of --shutdown-grace-period reserved for critical pods (priority >= 2000000000),
+    /// which are stopped after the others (Go duration; at most --shutdown-grace-period).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_go_duration,
+          env = "RKUBE_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS")]
+    pub shutdown_grace_period_critical_pods: std::time::Duration,
+}
+
+impl ShutdownArgs {
+    /// The agent's shutdown settings; errors are upstream's configuration messages.
+    pub fn config(&self) -> anyhow::Result<rkube_kubelet::agent::shutdown::ShutdownConfig> {
+        rkube_kubelet::agent::shutdown::ShutdownConfig::new(
+            self.shutdown_grace_period,
+            self.shutdown_grace_period_critical_pods,
+        )
+        .map_err(|e| anyhow::anyhow!("--shutdown-grace-period / --shutdown-grace-period-critical-pods: {e}"))
     }
 }
 

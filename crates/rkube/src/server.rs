@@ -391,6 +391,7 @@ fn agent_config(
         kubelet_port: args.kubelet_port,
         serving_credential,
         eviction: args.eviction.config()?,
+        shutdown: args.shutdown.config()?,
     }))
 }
 

@@ -1,5 +1,4 @@
-//! Node-pressure eviction (upstream's `pkg/kubelet/eviction`, hard
-//! thresholds only).
+//! Node-pressure eviction (upstream's `pkg/kubelet/eviction`).
 //!
 //! Every [`MONITORING_INTERVAL`] the manager observes the node's signals:
 //! - `memory.available`: MemTotal minus the working set. On cgroup v1 the
@@ -14,33 +13,55 @@
 //! - `pid.available`: min(`kernel.pid_max`, `kernel.threads-max`) minus
 //!   the tasks the kernel runs (sysinfo's `procs`), as upstream.
 //!
-//! A crossed threshold sets the node condition of its signal
-//! (MemoryPressure, DiskPressure, PIDPressure) until no threshold of it
-//! was crossed for `--eviction-pressure-transition-period`, and fails ONE
-//! pod per interval: ranked as upstream (pods above their requests of the
-//! starved resource first, then lower priority, then larger usage above
-//! requests), never a critical pod (static, mirror, priority ≥
-//! 2000000000). The pod gets phase Failed, reason `Evicted`, upstream's
-//! message and a DisruptionTarget condition (TerminationByKubelet) through
-//! `pods/status`, and a Warning `Evicted` event; the pod workers then stop
-//! its containers, as for any terminal pod.
+//! Thresholds are hard (`--eviction-hard`) or soft (`--eviction-soft`, each
+//! with its `--eviction-soft-grace-period`), and may carry a
+//! `--eviction-minimum-reclaim` ([`threshold_config`], upstream's
+//! ParseThresholdConfig). Each interval follows upstream's `synchronize`
+//! ([`EvictionState::update`]): the thresholds crossed now, plus those that
+//! drove eviction last time and are not yet resolved (the signal is not
+//! above threshold + minimum reclaim), set the node condition of their
+//! signal (MemoryPressure, DiskPressure, PIDPressure) at once — a soft
+//! threshold too — and the condition stays True until none of its
+//! thresholds was crossed for `--eviction-pressure-transition-period`. A
+//! threshold drives eviction once it has been crossed for its grace period
+//! (0 for hard ones). Then the manager fails ONE pod per interval: ranked
+//! as upstream (pods above their requests of the starved resource first,
+//! then lower priority, then larger usage above requests), never a
+//! critical pod (static, mirror, priority ≥ 2000000000). The pod gets phase
+//! Failed, reason `Evicted`, upstream's message and a DisruptionTarget
+//! condition (TerminationByKubelet) through `pods/status`, and a Warning
+//! `Evicted` event; the pod workers then stop its containers with the
+//! grace period upstream's eviction manager passes to killPod: 1 s for a
+//! hard threshold (raised to the runtime's 2 s minimum per container), and
+//! min(pod's terminationGracePeriodSeconds, `--eviction-max-pod-grace-period`)
+//! for a soft one. A Warning `EvictionThresholdMet` event on the Node says
+//! which resource is being reclaimed.
 //!
 //! On disk pressure unused images are reclaimed first (upstream's
-//! node-level reclaim); a pod is evicted only if the threshold is still
-//! crossed afterwards.
+//! node-level reclaim); a pod is evicted only if some threshold is still
+//! crossed afterwards, minimum reclaim included.
 //!
-//! Not done (documented differences): soft thresholds and their grace
-//! periods, `--eviction-minimum-reclaim`, deleting unused containers as
-//! part of the disk reclaim (the pod workers already keep at most two
-//! instances per container and the pod manager removes those of pods the
-//! API no longer has), the `allocatableMemory.available` signal, memcg
-//! threshold notifications, per-pod ephemeral-storage limits, PID ranking
-//! by process count (pods rank by priority only under PID pressure), the
-//! admission check that rejects new BestEffort pods under memory pressure
-//! (`The node had condition: [MemoryPressure]. `), the 0 s grace period of a
-//! hard eviction (the workers stop the failed pod with its own grace
-//! period), and allocatable still subtracts upstream's default thresholds
-//! rather than the configured ones.
+//! Admission ([`admit_under_pressure`], upstream's eviction `Admit`, via
+//! the [`PressureHandle`]'s [`AdmitHandler`]): under any pressure a new
+//! non-critical pod is rejected with reason `Evicted` and `The node had
+//! condition: [MemoryPressure DiskPressure]. `, except that under
+//! MemoryPressure alone non-BestEffort pods and BestEffort pods tolerating
+//! `node.kubernetes.io/memory-pressure:NoSchedule` are admitted.
+//!
+//! Not done (documented differences): deleting unused containers as part
+//! of the disk reclaim (the pod workers already keep at most two instances
+//! per container and the pod manager removes those of pods the API no
+//! longer has), the `allocatableMemory.available` signal, memcg threshold
+//! notifications, per-pod ephemeral-storage limits and emptyDir size
+//! limits (localStorageEviction), PID ranking by process count (pods rank
+//! by priority only under PID pressure), waiting for the evicted pod's
+//! cleanup before the next interval, skipping thresholds whose stats did
+//! not change since the last interval, the order of several conditions in
+//! the admission message (upstream's comes from a Go map, so it varies;
+//! here it is always MemoryPressure, DiskPressure, PIDPressure), and node
+//! allocatable still subtracts upstream's default hard thresholds rather
+//! than the configured ones (`status::allocatable`;
+//! [`EvictionConfig::hard_eviction_reservation`] gives the configured ones).
 //!
 //! The node taints for these conditions (`node.kubernetes.io/memory-pressure`
 //! …) are the node-lifecycle controller's job (crates/controllers/src/nodelifecycle/taints.rs).
@@ -50,12 +71,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod, Toleration};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use tokio::sync::watch;
 
 use super::status::{binary_quantity, parse_quantity};
 use crate::cri::CriClient;
+use crate::pods::admission::{AdmitHandler, GraceOverrides, Rejection};
 
 const COMPONENT: &str = "kubelet";
 /// How often signals are observed (upstream's evictionMonitoringPeriod).
@@ -137,29 +159,62 @@ pub enum ThresholdValue {
     Percentage(f64),
 }
 
-/// A hard threshold `signal<value`.
+/// A threshold `signal<value`: hard when its grace period is zero (upstream's
+/// `evictionapi.Threshold`, the only operator being LessThan).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Threshold {
     /// What is observed.
     pub signal: Signal,
     /// Below this, the threshold is crossed.
     pub value: ThresholdValue,
+    /// How long the threshold must stay crossed before it drives eviction
+    /// (`--eviction-soft-grace-period`; zero for `--eviction-hard`).
+    pub grace_period: Duration,
+    /// `--eviction-minimum-reclaim`: once the threshold drove eviction, it
+    /// stays met until the signal is above value + this.
+    pub min_reclaim: Option<ThresholdValue>,
 }
 
 impl Threshold {
+    /// A hard threshold without minimum reclaim.
+    pub fn hard(signal: Signal, value: ThresholdValue) -> Threshold {
+        Threshold { signal, value, grace_period: Duration::ZERO, min_reclaim: None }
+    }
+
+    /// Upstream's isHardEvictionThreshold: no grace period.
+    pub fn is_hard(&self) -> bool {
+        self.grace_period.is_zero()
+    }
+
     /// The threshold as an amount given the signal's capacity (upstream's GetThresholdQuantity).
     pub fn quantity(&self, capacity: u64) -> u64 {
-        match self.value {
-            ThresholdValue::Quantity(q) => q,
-            ThresholdValue::Percentage(p) => (capacity as f64 * p) as u64,
-        }
+        value_quantity(self.value, capacity)
+    }
+
+    /// The amount the signal must exceed for the threshold to be resolved:
+    /// [`Threshold::quantity`] plus the minimum reclaim, if any.
+    pub fn quantity_with_min_reclaim(&self, capacity: u64) -> u64 {
+        let extra = self.min_reclaim.map_or(0, |m| value_quantity(m, capacity));
+        self.quantity(capacity).saturating_add(extra)
     }
 }
 
-/// Parses `--eviction-hard`: `signal<value` statements separated by
-/// commas, value a quantity or a percentage. `0%` statements are ignored
-/// and the empty string means no thresholds, as upstream. Errors carry
-/// upstream's messages (`unsupported eviction signal …`).
+fn value_quantity(v: ThresholdValue, capacity: u64) -> u64 {
+    match v {
+        ThresholdValue::Quantity(q) => q,
+        ThresholdValue::Percentage(p) => (capacity as f64 * p) as u64,
+    }
+}
+
+fn signal_named(name: &str) -> Result<Signal, String> {
+    Signal::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| format!("unsupported eviction signal {name}"))
+}
+
+/// Parses `--eviction-hard` (and `--eviction-soft`): `signal<value`
+/// statements separated by commas, value a quantity or a percentage. `0%`
+/// statements are ignored and the empty string means no thresholds, as
+/// upstream. Errors carry upstream's messages (`unsupported eviction signal
+/// …`). The thresholds are hard (no grace period, no minimum reclaim).
 pub fn parse_thresholds(s: &str) -> Result<Vec<Threshold>, String> {
     let mut out: Vec<Threshold> = Vec::new();
     for stmt in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -167,10 +222,7 @@ pub fn parse_thresholds(s: &str) -> Result<Vec<Threshold>, String> {
             .split_once('<')
             .ok_or_else(|| format!("invalid eviction threshold {stmt:?}: expected signal<value"))?;
         let (name, value) = (name.trim(), value.trim());
-        let signal = Signal::ALL
-            .into_iter()
-            .find(|s| s.name() == name)
-            .ok_or_else(|| format!("unsupported eviction signal {name}"))?;
+        let signal = signal_named(name)?;
         let value = if let Some(p) = value.strip_suffix('%') {
             let p: f64 = p.parse().map_err(|_| format!("invalid percentage {value:?} for {name}"))?;
             if !(0.0..=100.0).contains(&p) {
@@ -190,27 +242,127 @@ pub fn parse_thresholds(s: &str) -> Result<Vec<Threshold>, String> {
         if out.iter().any(|t| t.signal == signal) {
             return Err(format!("found duplicate eviction threshold for signal {name}"));
         }
-        out.push(Threshold { signal, value });
+        out.push(Threshold::hard(signal, value));
     }
     Ok(out)
 }
 
+/// `key=value` pairs separated by commas (kubelet's MapStringString flags);
+/// a later key replaces an earlier one.
+fn parse_pairs(s: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').ok_or_else(|| format!("malformed pair, expect string=string: {pair:?}"))?;
+        out.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(out)
+}
+
+/// Parses `--eviction-soft-grace-period`: `signal=duration` pairs (Go
+/// durations, e.g. `memory.available=1m30s`), as upstream's
+/// parseGracePeriods: unknown signals are `unsupported eviction signal …`,
+/// negative durations `invalid eviction grace period specified: -1s, must
+/// be a positive value`.
+pub fn parse_grace_periods(s: &str) -> Result<BTreeMap<Signal, Duration>, String> {
+    let mut out = BTreeMap::new();
+    for (name, value) in parse_pairs(s)? {
+        let signal = signal_named(&name)?;
+        let nanos = rkube_apimachinery::duration::parse_go_duration_nanos(&value)?;
+        if nanos < 0 {
+            return Err(format!("invalid eviction grace period specified: {value}, must be a positive value"));
+        }
+        out.insert(signal, Duration::from_nanos(nanos as u64));
+    }
+    Ok(out)
+}
+
+/// Parses `--eviction-minimum-reclaim`: `signal=quantity` or
+/// `signal=percent%` pairs, as upstream's parseMinimumReclaims (a
+/// percentage must be positive, a quantity must not be negative).
+pub fn parse_min_reclaims(s: &str) -> Result<BTreeMap<Signal, ThresholdValue>, String> {
+    let mut out = BTreeMap::new();
+    for (name, value) in parse_pairs(s)? {
+        let signal = signal_named(&name)?;
+        let v = if let Some(p) = value.strip_suffix('%') {
+            let p: f64 = p.parse().map_err(|_| format!("invalid percentage {value:?} for {name}"))?;
+            if p <= 0.0 {
+                return Err(format!("eviction percentage minimum reclaim {name} must be positive: {value}"));
+            }
+            ThresholdValue::Percentage(p / 100.0)
+        } else {
+            if value.starts_with('-') {
+                return Err(format!("negative eviction minimum reclaim specified for {name}"));
+            }
+            let q = parse_quantity(&value).ok_or_else(|| format!("invalid quantity {value:?} for {name}"))?;
+            ThresholdValue::Quantity(q.ceil() as u64)
+        };
+        out.insert(signal, v);
+    }
+    Ok(out)
+}
+
+/// All thresholds from the four flags (upstream's ParseThresholdConfig):
+/// the hard ones, then the soft ones with their grace periods — a soft
+/// threshold without one is `grace period must be specified for the soft
+/// eviction threshold <signal>` — and every threshold of a signal with a
+/// minimum reclaim carries it. Grace periods of signals without a soft
+/// threshold are ignored, as upstream.
+pub fn threshold_config(hard: &str, soft: &str, soft_grace: &str, min_reclaim: &str) -> Result<Vec<Threshold>, String> {
+    let mut out = parse_thresholds(hard)?;
+    let mut soft = parse_thresholds(soft)?;
+    let grace = parse_grace_periods(soft_grace)?;
+    let reclaim = parse_min_reclaims(min_reclaim)?;
+    for t in &mut soft {
+        t.grace_period = *grace.get(&t.signal).ok_or_else(|| {
+            format!("grace period must be specified for the soft eviction threshold {}", t.signal.name())
+        })?;
+    }
+    out.extend(soft);
+    for t in &mut out {
+        t.min_reclaim = reclaim.get(&t.signal).copied();
+    }
+    Ok(out)
+}
+
+/// Upstream's default for `--eviction-max-pod-grace-period` (seconds).
+pub const DEFAULT_MAX_POD_GRACE_PERIOD: i64 = 0;
+/// The grace period upstream's eviction manager passes for a hard
+/// eviction (its immediateEvictionGracePeriodSeconds).
+pub const IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS: i64 = 1;
+
 /// The eviction and image GC settings (from the server's or agent's flags).
 #[derive(Clone, Debug)]
 pub struct EvictionConfig {
-    /// `--eviction-hard`.
-    pub hard: Vec<Threshold>,
+    /// Every threshold, hard and soft ([`threshold_config`]).
+    pub thresholds: Vec<Threshold>,
     /// `--eviction-pressure-transition-period`.
     pub pressure_transition_period: Duration,
+    /// `--eviction-max-pod-grace-period`, seconds: the most grace a pod
+    /// gets when a soft threshold evicts it (a negative value kills at once).
+    pub max_pod_grace_period: i64,
     /// Image GC settings.
     pub image_gc: super::image_gc::ImageGcConfig,
+}
+
+impl EvictionConfig {
+    /// What node allocatable sets aside for the hard thresholds (upstream's
+    /// hardEvictionReservation): (memory bytes of `memory.available`,
+    /// ephemeral-storage bytes of `nodefs.available`), percentages taken of
+    /// the given capacities; 0 where there is no such hard threshold.
+    pub fn hard_eviction_reservation(&self, memory_capacity: u64, nodefs_capacity: u64) -> (u64, u64) {
+        let hard = |signal: Signal, capacity: u64| {
+            self.thresholds.iter().find(|t| t.is_hard() && t.signal == signal).map_or(0, |t| t.quantity(capacity))
+        };
+        (hard(Signal::MemoryAvailable, memory_capacity), hard(Signal::NodeFsAvailable, nodefs_capacity))
+    }
 }
 
 impl Default for EvictionConfig {
     fn default() -> Self {
         EvictionConfig {
-            hard: parse_thresholds(DEFAULT_EVICTION_HARD).expect("the default thresholds parse"),
+            thresholds: parse_thresholds(DEFAULT_EVICTION_HARD).expect("the default thresholds parse"),
             pressure_transition_period: DEFAULT_PRESSURE_TRANSITION_PERIOD,
+            max_pod_grace_period: DEFAULT_MAX_POD_GRACE_PERIOD,
             image_gc: Default::default(),
         }
     }
@@ -335,16 +487,23 @@ pub fn observe(nodefs: &Path, imagefs: &Path) -> Observations {
     obs
 }
 
-/// The thresholds crossed by the observations (available < threshold).
-pub fn thresholds_met(thresholds: &[Threshold], obs: &Observations) -> Vec<Threshold> {
+/// The thresholds crossed by the observations (upstream's thresholdsMet):
+/// available < threshold, or with `enforce_min_reclaim` available <
+/// threshold + minimum reclaim. A signal not observed crosses nothing.
+pub fn thresholds_met(thresholds: &[Threshold], obs: &Observations, enforce_min_reclaim: bool) -> Vec<Threshold> {
     thresholds
         .iter()
-        .filter(|t| obs.get(&t.signal).is_some_and(|o| o.available < t.quantity(o.capacity)))
+        .filter(|t| {
+            obs.get(&t.signal).is_some_and(|o| {
+                let q = if enforce_min_reclaim { t.quantity_with_min_reclaim(o.capacity) } else { t.quantity(o.capacity) };
+                o.available < q
+            })
+        })
         .copied()
         .collect()
 }
 
-/// Which pressure conditions are True (read by the status loop).
+/// Which pressure conditions are True (read by the status loop and by admission).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pressure {
     /// MemoryPressure.
@@ -355,38 +514,141 @@ pub struct Pressure {
     pub pid: bool,
 }
 
-/// The manager's current [`Pressure`], shared with the status loop.
+impl Pressure {
+    /// The True conditions' types, in the order MemoryPressure,
+    /// DiskPressure, PIDPressure.
+    pub fn conditions(&self) -> Vec<&'static str> {
+        [(self.memory, "MemoryPressure"), (self.disk, "DiskPressure"), (self.pid, "PIDPressure")]
+            .into_iter()
+            .filter_map(|(on, c)| on.then_some(c))
+            .collect()
+    }
+}
+
+/// The manager's current [`Pressure`], shared with the status loop; as an
+/// [`AdmitHandler`] it is upstream's eviction admission ([`admit_under_pressure`]).
 #[derive(Clone, Debug, Default)]
 pub struct PressureHandle(Arc<Mutex<Pressure>>);
 
 impl PressureHandle {
     /// The pressure now.
     pub fn get(&self) -> Pressure {
-        *self.0.lock().unwrap()
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn set(&self, p: Pressure) {
-        *self.0.lock().unwrap() = p;
+    /// Publishes the pressure (the manager does, every interval).
+    pub fn set(&self, p: Pressure) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = p;
     }
 }
 
-/// Conditions stay True until none of their thresholds was crossed for
-/// the transition period (upstream's nodeConditionsObservedSince).
-#[derive(Debug, Default)]
-pub struct PressureTracker {
-    last_observed: BTreeMap<&'static str, Instant>,
+impl AdmitHandler for PressureHandle {
+    fn admit(&self, pod: &Pod) -> Result<(), Rejection> {
+        admit_under_pressure(&self.get(), pod)
+    }
 }
 
-impl PressureTracker {
-    /// Records the crossed thresholds at `now`; returns the pressure to report.
-    pub fn update(&mut self, met: &[Threshold], period: Duration, now: Instant) -> Pressure {
-        for t in met {
-            self.last_observed.insert(t.signal.condition(), now);
+/// Upstream's eviction manager `Admit`: without pressure, and for critical
+/// pods, yes; under MemoryPressure alone, yes for pods that are not
+/// BestEffort and for BestEffort pods tolerating
+/// `node.kubernetes.io/memory-pressure:NoSchedule`; otherwise a refusal
+/// with reason `Evicted` and message `The node had condition:
+/// [MemoryPressure DiskPressure]. ` (Go's `%v` of the condition list).
+pub fn admit_under_pressure(p: &Pressure, pod: &Pod) -> Result<(), Rejection> {
+    let conditions = p.conditions();
+    if conditions.is_empty() || is_critical(pod) {
+        return Ok(());
+    }
+    if conditions == ["MemoryPressure"] {
+        if crate::pods::resources::qos_class(pod) != "BestEffort" {
+            return Ok(());
         }
-        self.last_observed.retain(|_, at| now.duration_since(*at) < period || *at == now);
-        let on = |c: &str| self.last_observed.contains_key(c);
-        Pressure { memory: on("MemoryPressure"), disk: on("DiskPressure"), pid: on("PIDPressure") }
+        let tolerations = pod.spec.as_ref().and_then(|s| s.tolerations.as_deref()).unwrap_or_default();
+        if tolerations.iter().any(|t| tolerates(t, MEMORY_PRESSURE_TAINT, "NoSchedule")) {
+            return Ok(());
+        }
     }
+    Err(Rejection { reason: "Evicted".into(), message: format!("The node had condition: [{}]. ", conditions.join(" ")) })
+}
+
+/// The taint the node-lifecycle controller puts on a node under memory pressure.
+pub const MEMORY_PRESSURE_TAINT: &str = "node.kubernetes.io/memory-pressure";
+
+/// Upstream's Toleration.ToleratesTaint for a taint with an empty value.
+fn tolerates(t: &Toleration, key: &str, effect: &str) -> bool {
+    let effect_ok = t.effect.as_deref().is_none_or(|e| e.is_empty() || e == effect);
+    let key_ok = t.key.as_deref().is_none_or(|k| k.is_empty() || k == key);
+    let op_ok = match t.operator.as_deref().unwrap_or("") {
+        "" | "Equal" => t.value.as_deref().unwrap_or("").is_empty(),
+        "Exists" => true,
+        _ => false,
+    };
+    effect_ok && key_ok && op_ok
+}
+
+/// What one interval decided ([`EvictionState::update`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// The node conditions to report.
+    pub pressure: Pressure,
+    /// The thresholds whose grace period is over: they drive eviction.
+    pub reclaim: Vec<Threshold>,
+}
+
+/// What the manager remembers between intervals (upstream's
+/// thresholdsFirstObservedAt, nodeConditionsLastObservedAt, thresholdsMet).
+#[derive(Debug, Default)]
+pub struct EvictionState {
+    first_observed: Vec<(Threshold, Instant)>,
+    condition_last_observed: BTreeMap<&'static str, Instant>,
+    met: Vec<Threshold>,
+}
+
+impl EvictionState {
+    /// One interval of upstream's synchronize, without the I/O: the
+    /// thresholds crossed now plus the ones that drove eviction last time
+    /// and are not resolved with their minimum reclaim; each remembers when
+    /// it was first crossed. Their conditions are reported until none was
+    /// crossed for `transition`; the ones crossed for their grace period
+    /// are returned to reclaim.
+    pub fn update(&mut self, thresholds: &[Threshold], obs: &Observations, transition: Duration, now: Instant) -> Decision {
+        let mut crossed = thresholds_met(thresholds, obs, false);
+        for t in thresholds_met(&self.met, obs, true) {
+            if !crossed.contains(&t) {
+                crossed.push(t);
+            }
+        }
+        let first_observed: Vec<(Threshold, Instant)> = crossed
+            .iter()
+            .map(|t| (*t, self.first_observed.iter().find(|(o, _)| o == t).map_or(now, |(_, at)| *at)))
+            .collect();
+        for t in &crossed {
+            self.condition_last_observed.insert(t.signal.condition(), now);
+        }
+        self.condition_last_observed.retain(|_, at| now.duration_since(*at) < transition || *at == now);
+        let on = |c: &str| self.condition_last_observed.contains_key(c);
+        let pressure = Pressure { memory: on("MemoryPressure"), disk: on("DiskPressure"), pid: on("PIDPressure") };
+        let reclaim: Vec<Threshold> = first_observed
+            .iter()
+            .filter(|(t, at)| now.duration_since(*at) >= t.grace_period)
+            .map(|(t, _)| *t)
+            .collect();
+        self.first_observed = first_observed;
+        self.met = reclaim.clone();
+        Decision { pressure, reclaim }
+    }
+}
+
+/// The grace period, in seconds, a pod evicted for `t` is stopped with
+/// (upstream's gracePeriodOverride): 1 s for a hard threshold; for a soft
+/// one `--eviction-max-pod-grace-period`, or the pod's own
+/// terminationGracePeriodSeconds (default 30) if smaller; never negative.
+pub fn eviction_grace_period(t: &Threshold, max_pod_grace_period: i64, pod: &Pod) -> i64 {
+    if t.is_hard() {
+        return IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS;
+    }
+    let own = pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds).unwrap_or(30);
+    max_pod_grace_period.min(own).max(0)
 }
 
 /// A pod's usage as the runtime reports it (sums over its containers).
@@ -509,28 +771,32 @@ pub struct EvictionManager {
     pub client: kube::Client,
     /// The runtime (for per-container usage).
     pub cri: CriClient,
-    /// Records `Evicted` events.
+    /// Records `Evicted` and `EvictionThresholdMet` events.
     pub recorder: rkube_client::events::Recorder,
     /// This node.
     pub node_name: String,
+    /// The Node, for its `EvictionThresholdMet` events.
+    pub node_ref: ObjectReference,
     /// nodefs: the data dir.
     pub nodefs: PathBuf,
     /// imagefs: the runtime's root.
     pub imagefs: PathBuf,
-    /// Thresholds and transition period.
+    /// Thresholds, transition period and max pod grace period.
     pub config: EvictionConfig,
     /// Where the pressure is published.
     pub pressure: PressureHandle,
     /// Node-level disk reclaim (unused images) before evicting on disk pressure.
     pub image_gc: Option<super::image_gc::ImageGc>,
+    /// Where the grace period of an evicted pod is handed to its worker.
+    pub grace_overrides: GraceOverrides,
 }
 
 impl EvictionManager {
     /// Observes and evicts every [`MONITORING_INTERVAL`] until stopped.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
-        let mut tracker = PressureTracker::default();
+        let mut state = EvictionState::default();
         loop {
-            self.synchronize(&mut tracker).await;
+            self.synchronize(&mut state).await;
             tokio::select! {
                 _ = tokio::time::sleep(MONITORING_INTERVAL) => {}
                 _ = stop.wait_for(|s| *s) => return,
@@ -538,19 +804,30 @@ impl EvictionManager {
         }
     }
 
-    async fn synchronize(&self, tracker: &mut PressureTracker) {
-        let obs = observe(&self.nodefs, &self.imagefs);
-        let met = thresholds_met(&self.config.hard, &obs);
-        let pressure = tracker.update(&met, self.config.pressure_transition_period, Instant::now());
-        if pressure != self.pressure.get() {
-            tracing::info!(component = COMPONENT, ?pressure, "eviction manager: node pressure changed");
+    async fn synchronize(&self, state: &mut EvictionState) {
+        if self.config.thresholds.is_empty() {
+            return;
         }
-        self.pressure.set(pressure);
+        let obs = observe(&self.nodefs, &self.imagefs);
+        let decision = state.update(&self.config.thresholds, &obs, self.config.pressure_transition_period, Instant::now());
+        if decision.pressure != self.pressure.get() {
+            tracing::info!(component = COMPONENT, pressure = ?decision.pressure, "eviction manager: node pressure changed");
+        }
+        self.pressure.set(decision.pressure);
         // Memory first, as upstream's byEvictionPriority.
-        let Some(mut t) = met.iter().min_by_key(|t| t.signal != Signal::MemoryAvailable).copied() else { return };
+        let met = decision.reclaim;
+        let Some(t) = met.iter().min_by_key(|t| t.signal != Signal::MemoryAvailable).copied() else { return };
+        tracing::warn!(component = COMPONENT, signal = t.signal.name(), "eviction manager: attempting to reclaim");
+        self.recorder.event_on(
+            self.node_ref.clone(),
+            rkube_client::events::WARNING,
+            "EvictionThresholdMet",
+            format!("Attempting to reclaim {}", t.signal.resource()),
+        );
         let mut obs = obs;
         // Disk pressure: first reclaim node-level resources (unused images),
-        // and evict only if that was not enough, as upstream.
+        // and evict only if some threshold is still met with its minimum
+        // reclaim, as upstream's reclaimNodeLevelResources.
         if t.signal.condition() == "DiskPressure" {
             if let Some(gc) = &self.image_gc {
                 match gc.free_space(u64::MAX).await {
@@ -560,8 +837,7 @@ impl EvictionManager {
                     Err(e) => tracing::warn!(component = COMPONENT, "eviction manager: cannot reclaim images: {e}"),
                 }
                 obs = observe(&self.nodefs, &self.imagefs);
-                let still = thresholds_met(&[t], &obs);
-                if still.is_empty() {
+                if thresholds_met(&self.config.thresholds, &obs, true).is_empty() {
                     tracing::info!(
                         component = COMPONENT,
                         signal = t.signal.name(),
@@ -569,10 +845,8 @@ impl EvictionManager {
                     );
                     return;
                 }
-                t = still[0];
             }
         }
-        tracing::warn!(component = COMPONENT, signal = t.signal.name(), "eviction manager: attempting to reclaim");
         if let Err(e) = self.evict_one(&t, &obs).await {
             tracing::warn!(component = COMPONENT, "eviction manager: {e}");
         }
@@ -600,9 +874,15 @@ impl EvictionManager {
         let lp = ListParams::default().fields(&format!("spec.nodeName={}", self.node_name));
         let list = pods.list(&lp).await.map_err(|e| format!("cannot list the node's pods: {e}"))?;
         let usage = self.usage().await;
+        // Only pods the node admitted and started are candidates (upstream's
+        // activePods): a pod with a sandbox in the runtime.
+        let sandboxes = self.cri.list_pod_sandbox(None).await.map_err(|e| format!("cannot list pod sandboxes: {e}"))?;
+        let started: std::collections::BTreeSet<String> =
+            sandboxes.into_iter().filter_map(|s| s.metadata.map(|m| m.uid)).collect();
         let mut active: Vec<(Pod, PodUsage)> = list
             .items
             .into_iter()
+            .filter(|p| p.metadata.uid.as_ref().is_some_and(|u| started.contains(u)))
             .filter(|p| p.metadata.deletion_timestamp.is_none())
             .filter(|p| !matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed")))
             .map(|p| {
@@ -626,12 +906,17 @@ impl EvictionManager {
             let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
             let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
             let patch = eviction_status_patch(&message, &now);
-            api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch))
-                .await
-                .map_err(|e| format!("cannot fail pod {ns}/{name}: {e}"))?;
+            // The worker stops the failed pod with this grace period.
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            let grace = eviction_grace_period(t, self.config.max_pod_grace_period, pod);
+            self.grace_overrides.set(&uid, grace);
+            if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch)).await {
+                self.grace_overrides.remove(&uid);
+                return Err(format!("cannot fail pod {ns}/{name}: {e}"));
+            }
             self.recorder.event(pod, rkube_client::events::WARNING, "Evicted", message.clone());
             let pod = format!("{ns}/{name}");
-            tracing::info!(component = COMPONENT, %pod, %message, "eviction manager: pod is evicted successfully");
+            tracing::info!(component = COMPONENT, %pod, %message, grace, "eviction manager: pod is evicted successfully");
             return Ok(());
         }
         Err("eviction manager: unable to evict any pods from the node".into())

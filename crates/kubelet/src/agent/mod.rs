@@ -20,6 +20,7 @@ pub mod image_gc;
 pub mod lease;
 pub mod machine;
 pub mod registration;
+pub mod shutdown;
 pub mod status;
 
 use std::collections::BTreeMap;
@@ -97,8 +98,10 @@ pub struct AgentConfig {
     /// which the API server verifies it against; client certificates on the
     /// kubelet API are verified against `api.ca_pem`).
     pub serving_credential: CertAndKey,
-    /// `--eviction-hard`, `--eviction-pressure-transition-period` and the image GC flags.
+    /// The eviction flags (`--eviction-hard`, `--eviction-soft`, …) and the image GC flags.
     pub eviction: eviction::EvictionConfig,
+    /// `--shutdown-grace-period` and `--shutdown-grace-period-critical-pods` (default: disabled).
+    pub shutdown: shutdown::ShutdownConfig,
 }
 
 /// A host prerequisite that stops the agent (and the server) from starting.
@@ -225,8 +228,36 @@ async fn node_loops(cfg: &AgentConfig, cri: CriClient, stop: watch::Receiver<boo
     }
     let uid = node.metadata.uid.clone().unwrap_or_default();
     let lease = tokio::spawn(lease::run(client.clone(), cfg.node_name.clone(), uid, stop.clone()));
-    let pods = tokio::spawn(run_pods(cfg.clone(), client.clone(), cri.clone(), recorder.clone(), stop.clone()));
+    // Pod admission and node-imposed grace periods, shared by the pod
+    // workers, the eviction manager and the node shutdown manager.
+    let admission = crate::pods::admission::Admission::default();
+    let grace_overrides = crate::pods::admission::GraceOverrides::default();
+    // Graceful node shutdown: its state gates admission and the Ready condition.
+    let shutdown_state = shutdown::ShutdownState::default();
+    admission.register(std::sync::Arc::new(shutdown_state.clone()));
+    let shutdown_manager = tokio::spawn(
+        shutdown::ShutdownManager {
+            client: client.clone(),
+            cri: cri.clone(),
+            recorder: recorder.clone(),
+            node_ref: node_ref.clone(),
+            node_name: cfg.node_name.clone(),
+            config: cfg.shutdown,
+            state: shutdown_state.clone(),
+            grace_overrides: grace_overrides.clone(),
+        }
+        .run(stop.clone()),
+    );
+    let pods = tokio::spawn(run_pods(
+        cfg.clone(),
+        NodeShared { client: client.clone(), cri: cri.clone(), recorder: recorder.clone() },
+        admission.clone(),
+        grace_overrides.clone(),
+        stop.clone(),
+    ));
     let pressure = eviction::PressureHandle::default();
+    // Upstream's eviction admission: no new pods the node's pressure forbids.
+    admission.register(std::sync::Arc::new(pressure.clone()));
     let runtime_root = crate::containerd::RuntimePaths::new(&cfg.data_dir).root;
     let gc = image_gc::ImageGc {
         cri: cri.clone(),
@@ -244,18 +275,21 @@ async fn node_loops(cfg: &AgentConfig, cri: CriClient, stop: watch::Receiver<boo
             cri: cri.clone(),
             recorder: recorder.clone(),
             node_name: cfg.node_name.clone(),
+            node_ref: node_ref.clone(),
             nodefs: cfg.data_dir.clone(),
             imagefs: runtime_root,
             config: cfg.eviction.clone(),
             pressure: pressure.clone(),
             image_gc: Some(gc),
+            grace_overrides: grace_overrides.clone(),
         }
         .run(stop.clone()),
     );
     // Container logs rotated at 10 MiB, 5 files kept (upstream's defaults).
     let rotation = tokio::spawn(crate::logs::run_log_rotation(cri.clone(), Default::default(), stop.clone()));
     let server = tokio::spawn(run_kubelet_server(cfg.clone(), client.clone(), cri.clone(), stop));
-    status_loop(cfg, &id, &nodes, &cri, &recorder, node_ref, &pressure).await;
+    status_loop(cfg, &id, &nodes, &cri, &recorder, node_ref, &pressure, &shutdown_state).await;
+    shutdown_manager.abort();
     evictions.abort();
     image_gc.abort();
     lease.abort();
@@ -264,15 +298,23 @@ async fn node_loops(cfg: &AgentConfig, cri: CriClient, stop: watch::Receiver<boo
     server.abort();
 }
 
-/// The pod workers of this node until stopped.
-async fn run_pods(
-    cfg: AgentConfig,
+/// The API client, runtime and event recorder every node loop shares.
+struct NodeShared {
     client: kube::Client,
     cri: CriClient,
     recorder: rkube_client::events::Recorder,
+}
+
+/// The pod workers of this node until stopped.
+async fn run_pods(
+    cfg: AgentConfig,
+    shared: NodeShared,
+    admission: crate::pods::admission::Admission,
+    grace_overrides: crate::pods::admission::GraceOverrides,
     stop: watch::Receiver<bool>,
 ) {
     use crate::pods;
+    let NodeShared { client, cri, recorder } = shared;
     let m = machine::MachineInfo::detect(&cfg.data_dir);
     let (changed_tx, changed_rx) = tokio::sync::mpsc::unbounded_channel();
     let ctx = pods::context::NodeContext {
@@ -293,6 +335,8 @@ async fn run_pods(
         volumes: std::sync::Arc::new(pods::volumes::VolumeManager::new(&cfg.data_dir, client, &cfg.node_name)),
         prober: pods::prober::ProbeManager::new(cri, recorder.clone(), changed_tx),
         recorder,
+        admission,
+        grace_overrides,
     };
     pods::manager::run(ctx, changed_rx, stop).await;
 }
@@ -375,6 +419,7 @@ fn comparable(s: &NodeStatus) -> serde_json::Value {
     v
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn status_loop(
     cfg: &AgentConfig,
     id: &NodeIdentity,
@@ -383,11 +428,14 @@ async fn status_loop(
     recorder: &rkube_client::events::Recorder,
     node_ref: ObjectReference,
     pressure: &eviction::PressureHandle,
+    shutdown: &shutdown::ShutdownState,
 ) {
     let cni = cni::CniPaths::new(&cfg.data_dir);
     let mut runtime_version = String::new();
     let mut last_post: Option<Instant> = None;
     let mut posted_ready = false;
+    // A shutdown starting or cancelled is posted at once (upstream's syncNodeStatus).
+    let mut shutdown_changed = shutdown.subscribe();
     let started = Instant::now();
     loop {
         let node = match nodes.get_opt(&cfg.node_name).await {
@@ -425,13 +473,19 @@ async fn status_loop(
             let images = cri.list_images(None).await.map(|l| status::images(&l)).unwrap_or_default();
             let previous = node.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
             let now = Time(jiff::Timestamp::now());
-            let (conditions, events) = status::conditions(&previous, &health, &pressure.get(), now);
+            let (conditions, events) =
+                status::node_conditions(&previous, &health, &pressure.get(), shutdown.error(), now);
             let ready = conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True");
             let m = machine::MachineInfo::detect(&cfg.data_dir);
             let new = NodeStatus {
                 addresses: Some(registration::addresses(id)),
                 capacity: Some(status::capacity(&m)),
-                allocatable: Some(status::allocatable(&m, cfg.kube_reserved, cfg.system_reserved)),
+                allocatable: Some(status::allocatable(
+                    &m,
+                    cfg.kube_reserved,
+                    cfg.system_reserved,
+                    cfg.eviction.hard_eviction_reservation(m.memory_bytes, m.ephemeral_storage_bytes),
+                )),
                 conditions: Some(conditions),
                 daemon_endpoints: Some(NodeDaemonEndpoints {
                     kubelet_endpoint: Some(DaemonEndpoint { port: i32::from(cfg.kubelet_port) }),
@@ -478,7 +532,10 @@ async fn status_loop(
         // registration. Then the usual period.
         let fast = !posted_ready && started.elapsed() < NODE_READY_GRACE_PERIOD;
         let wait = if fast { FAST_STATUS_CHECK_INTERVAL } else { STATUS_CHECK_INTERVAL };
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = shutdown_changed.changed() => {}
+        }
     }
 }
 

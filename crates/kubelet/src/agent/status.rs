@@ -15,12 +15,6 @@ use crate::cri::v1 as cri;
 pub const MAX_PODS: u64 = 110;
 /// Upstream reports at most this many images (`nodeStatusMaxImages`).
 pub const MAX_IMAGES: usize = 50;
-/// Upstream's default hard eviction threshold `memory.available<100Mi`,
-/// which allocatable memory excludes.
-pub const EVICTION_MEMORY_AVAILABLE: u64 = 100 * 1024 * 1024;
-/// Upstream's default hard eviction threshold `nodefs.available<10%`,
-/// which allocatable ephemeral storage excludes.
-pub const EVICTION_NODEFS_AVAILABLE_PERCENT: u64 = 10;
 
 /// Resources set aside by `--kube-reserved` or `--system-reserved`
 /// (`cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=100`).
@@ -121,16 +115,23 @@ pub fn capacity(m: &MachineInfo) -> BTreeMap<String, Quantity> {
 }
 
 /// The Node's `status.allocatable`: capacity minus kube-reserved, minus
-/// system-reserved, minus the default hard eviction thresholds (100Mi of
-/// memory, 10% of nodefs), never below zero — upstream's node allocatable.
-pub fn allocatable(m: &MachineInfo, kube: Reserved, system: Reserved) -> BTreeMap<String, Quantity> {
+/// system-reserved, minus what the hard eviction thresholds set aside
+/// (`eviction_reserved`: bytes of memory for `memory.available`, bytes of
+/// ephemeral storage for `nodefs.available`; see
+/// `EvictionConfig::hard_eviction_reservation`), never below zero —
+/// upstream's node allocatable.
+pub fn allocatable(
+    m: &MachineInfo,
+    kube: Reserved,
+    system: Reserved,
+    eviction_reserved: (u64, u64),
+) -> BTreeMap<String, Quantity> {
     let r = kube.plus(system);
     let mut a = capacity(m);
     a.insert("cpu".into(), cpu_quantity((m.cpus * 1000).saturating_sub(r.cpu_millis)));
-    let memory = m.memory_bytes.saturating_sub(r.memory_bytes).saturating_sub(EVICTION_MEMORY_AVAILABLE);
+    let (memory_threshold, nodefs_threshold) = eviction_reserved;
+    let memory = m.memory_bytes.saturating_sub(r.memory_bytes).saturating_sub(memory_threshold);
     a.insert("memory".into(), binary_quantity(memory));
-    let nodefs_threshold = m.ephemeral_storage_bytes / 100 * EVICTION_NODEFS_AVAILABLE_PERCENT
-        + m.ephemeral_storage_bytes % 100 * EVICTION_NODEFS_AVAILABLE_PERCENT / 100;
     let storage = m.ephemeral_storage_bytes.saturating_sub(r.ephemeral_storage_bytes).saturating_sub(nodefs_threshold);
     a.insert("ephemeral-storage".into(), binary_quantity(storage));
     a
@@ -221,6 +222,20 @@ pub fn conditions(
     pressure: &super::eviction::Pressure,
     now: Time,
 ) -> (Vec<NodeCondition>, Vec<String>) {
+    node_conditions(previous, health, pressure, None, now)
+}
+
+/// [`conditions`] with the node shutdown manager's error (`node is
+/// shutting down`, from [`super::shutdown::ShutdownState::error`]) joined
+/// after the runtime's in the Ready condition, as upstream's ReadyCondition
+/// joins `ShutdownStatus`.
+pub fn node_conditions(
+    previous: &[NodeCondition],
+    health: &RuntimeHealth,
+    pressure: &super::eviction::Pressure,
+    shutdown_error: Option<&str>,
+    now: Time,
+) -> (Vec<NodeCondition>, Vec<String>) {
     let mut out = Vec::new();
     let mut events = Vec::new();
     // A new pressure condition starts Unknown, so its first status is an
@@ -253,7 +268,8 @@ pub fn conditions(
             push(k.type_, "False", k.ok_reason, k.ok_message.into(), k.ok_event);
         }
     }
-    let errs = readiness_errors(health);
+    let mut errs = readiness_errors(health);
+    errs.extend(shutdown_error.map(String::from));
     if errs.is_empty() {
         push("Ready", "True", "KubeletReady", "kubelet is posting ready status".into(), "NodeReady");
     } else {
@@ -302,7 +318,10 @@ mod tests {
         assert_eq!(cap["pods"].0, "110");
         assert_eq!(cap["ephemeral-storage"].0, "100Gi");
         assert_eq!(cap["hugepages-2Mi"].0, "0");
-        let a = allocatable(&m, Reserved::default(), Reserved::default());
+        // Upstream's default hard thresholds: memory.available<100Mi, nodefs.available<10%.
+        let defaults = crate::agent::eviction::EvictionConfig::default();
+        let reserved = defaults.hard_eviction_reservation(m.memory_bytes, m.ephemeral_storage_bytes);
+        let a = allocatable(&m, Reserved::default(), Reserved::default(), reserved);
         assert_eq!(a["cpu"].0, "4");
         // 100Mi for the hard eviction threshold.
         assert_eq!(a["memory"].0, format!("{}Ki", 16314144 - 102400));
@@ -310,15 +329,24 @@ mod tests {
         assert_eq!(a["ephemeral-storage"].0, "90Gi");
         let kube = Reserved::parse("cpu=100m,memory=256Mi").unwrap();
         let system = Reserved::parse("cpu=0.5, memory=1Gi, ephemeral-storage=10Gi").unwrap();
-        let a = allocatable(&m, kube, system);
+        let a = allocatable(&m, kube, system, reserved);
         assert_eq!(a["cpu"].0, "3400m");
         assert_eq!(a["memory"].0, format!("{}Ki", 16314144 - 102400 - 262144 - 1048576));
         assert_eq!(a["ephemeral-storage"].0, "80Gi");
         assert_eq!(a["pods"].0, "110");
         // More reserved than there is: zero, not an underflow.
         let huge = Reserved::parse("cpu=64,memory=1Ti").unwrap();
-        let a = allocatable(&m, huge, Reserved::default());
+        let a = allocatable(&m, huge, Reserved::default(), reserved);
         assert_eq!((a["cpu"].0.as_str(), a["memory"].0.as_str()), ("0", "0"));
+        // The configured hard thresholds are what is set aside, not the defaults.
+        let custom = crate::agent::eviction::EvictionConfig {
+            thresholds: crate::agent::eviction::parse_thresholds("memory.available<1Gi").unwrap(),
+            ..Default::default()
+        };
+        let reserved = custom.hard_eviction_reservation(m.memory_bytes, m.ephemeral_storage_bytes);
+        let a = allocatable(&m, Reserved::default(), Reserved::default(), reserved);
+        assert_eq!(a["memory"].0, format!("{}Ki", 16314144 - 1048576));
+        assert_eq!(a["ephemeral-storage"].0, "100Gi");
     }
 
     #[test]
@@ -389,6 +417,25 @@ mod tests {
             c4[3].message.as_deref(),
             Some("[container runtime not ready: <nil>, container runtime network not ready: <nil>]")
         );
+    }
+
+    #[test]
+    fn ready_is_false_while_the_node_shuts_down() {
+        let t0 = Time(jiff::Timestamp::from_second(1_000).unwrap());
+        let ready = RuntimeHealth {
+            conditions: Some(vec![cond("RuntimeReady", true, "", ""), cond("NetworkReady", true, "", "")]),
+        };
+        let (c, _) = conditions(&[], &ready, &Default::default(), t0.clone());
+        let (c2, events) = node_conditions(&c, &ready, &Default::default(), Some("node is shutting down"), t0.clone());
+        assert_eq!(events, ["NodeNotReady"]);
+        assert_eq!(
+            (c2[3].status.as_str(), c2[3].reason.as_deref(), c2[3].message.as_deref()),
+            ("False", Some("KubeletNotReady"), Some("node is shutting down"))
+        );
+        // Joined with the runtime's errors as utilerrors.NewAggregate does.
+        let (c3, _) =
+            node_conditions(&c, &RuntimeHealth::default(), &Default::default(), Some("node is shutting down"), t0);
+        assert_eq!(c3[3].message.as_deref(), Some("[container runtime is down, node is shutting down]"));
     }
 
     #[test]

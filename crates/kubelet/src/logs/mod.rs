@@ -1,7 +1,8 @@
 //! Container logs on the node: reading the CRI-format files the runtime
 //! writes ([`reader`], the kubelet's `/containerLogs` as upstream's
 //! `kuberuntime` `ReadLogs`) and rotating them ([`rotation`], upstream's
-//! `ContainerLogManager`).
+//! `ContainerLogManager`: older rotated files gzip-compressed, the newest
+//! kept plain).
 //!
 //! The CRI log format (upstream `cri-client/pkg/logs`): one record per
 //! line, `<RFC3339Nano time> <stdout|stderr> <tags> <message>\n`, where the

@@ -39,4 +39,8 @@ pub struct NodeContext {
     pub prober: ProbeManager,
     /// Events as `kubelet` on this node.
     pub recorder: rkube_client::events::Recorder,
+    /// Admission of pods new to the node (eviction, node shutdown).
+    pub admission: super::admission::Admission,
+    /// Grace periods imposed on pods the node stops on its own.
+    pub grace_overrides: super::admission::GraceOverrides,
 }

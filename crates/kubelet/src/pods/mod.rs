@@ -10,6 +10,7 @@ pub mod volumes;
 pub mod prober;
 pub mod dns;
 pub mod resources;
+pub mod admission;
 pub mod backoff;
 pub mod container;
 pub mod context;

@@ -68,6 +68,8 @@ pub struct PodWorker {
     mirror_without_status: bool,
     /// The container id the ephemeral container being started targets.
     target: Option<String>,
+    /// The pod passed the node's admission (or was already running).
+    admitted: bool,
 }
 
 /// The pod's reference for events, with the fieldPath of container `c`
@@ -136,6 +138,7 @@ impl PodWorker {
             last_written: None,
             mirror_without_status: false,
             target: None,
+            admitted: false,
         }
     }
 
@@ -202,6 +205,7 @@ impl PodWorker {
             return Next::After(Duration::from_secs(5));
         }
         self.ctx.prober.remove_pod(&self.uid);
+        self.ctx.grace_overrides.remove(&self.uid);
         if let Some(pod) = &self.last {
             let qos = super::resources::qos_class(pod);
             super::resources::remove_pod_cgroup(&self.ctx.node_name, &self.uid, qos);
@@ -345,7 +349,8 @@ impl PodWorker {
         let terminal = matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"));
         if terminal || self.verdict.is_some() {
             if snap.anything_running() {
-                self.kill_pod(pod, &snap, None).await;
+                let grace = self.ctx.grace_overrides.get(&self.uid);
+                self.kill_pod(pod, &snap, grace).await;
                 snap = PodSnapshot::read(&self.ctx.cri, &self.uid).await.unwrap_or(snap);
             }
             self.write_status(pod, &snap, false).await;
@@ -365,6 +370,20 @@ impl PodWorker {
                 self.write_status(pod, &snap, false).await;
                 return Next::After(RESYNC_PERIOD);
             }
+        }
+        if !self.admitted {
+            // Only a pod with nothing in the runtime is new to the node.
+            if snap.sandboxes.is_empty() && snap.containers.is_empty() {
+                if let Err(r) = self.ctx.admission.admit(pod) {
+                    tracing::info!(component = COMPONENT, pod = %pod_desc(pod), reason = %r.reason, "pod rejected: {}", r.message);
+                    self.ctx.recorder.event_on(pod_ref(pod, None, false), WARNING, &r.reason, r.message.clone());
+                    let message = super::admission::rejected_message(&r);
+                    self.verdict = Some(Verdict { phase: "Failed", reason: r.reason, message });
+                    self.write_status(pod, &snap, false).await;
+                    return Next::After(RESYNC_PERIOD);
+                }
+            }
+            self.admitted = true;
         }
         let mut next = RESYNC_PERIOD;
         if let Some(ads) = spec.active_deadline_seconds {

@@ -81,6 +81,9 @@ pub struct TestServerOptions {
     /// --disable-network-policy`, since test agents share the machine's
     /// network namespace).
     pub network: bool,
+    /// Environment variables for the `rkube server` process (on top of
+    /// the test's own), e.g. `DBUS_SYSTEM_BUS_ADDRESS`.
+    pub env: Vec<(String, String)>,
 }
 
 impl TestServerOptions {
@@ -221,7 +224,7 @@ impl TestServer {
         if !options.scheduler {
             cmd.arg("--disable-scheduler");
         }
-        cmd.args(&options.extra_args).stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd.args(&options.extra_args).envs(options.env.iter().cloned()).stdout(Stdio::null()).stderr(Stdio::piped());
         let child = spawn_in_own_group(cmd).expect("spawn rkube");
         let mut server = TestServer {
             child: Some(child),

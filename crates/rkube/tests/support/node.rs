@@ -50,6 +50,11 @@ impl NodeCluster {
     /// Builds the local images into a fresh data dir, starts the server with
     /// its agent and `extra_args`, and waits (up to 90 s) for the node to be Ready.
     pub fn start(extra_args: &[&str]) -> NodeCluster {
+        NodeCluster::start_with_env(extra_args, &[])
+    }
+
+    /// [`NodeCluster::start`] with environment variables for the server process.
+    pub fn start_with_env(extra_args: &[&str], env: &[(&str, &str)]) -> NodeCluster {
         super::require_root_and_runtime();
         let tmp = tempfile::Builder::new().prefix("rkube-node-").tempdir().unwrap();
         let data_dir = tmp.path().to_path_buf();
@@ -69,6 +74,7 @@ impl NodeCluster {
             controllers: true,
             data_dir: Some(data_dir),
             extra_args: args,
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             ..Default::default()
         });
         let cluster = NodeCluster {
