@@ -48,6 +48,11 @@ pub struct Settings {
     /// The horizontal pod autoscaler's timers and tolerance
     /// (`--horizontal-pod-autoscaler-*`).
     pub hpa: horizontalpodautoscaler::HpaSettings,
+    /// Most endpoints the EndpointSlice controller puts in one slice
+    /// (`--max-endpoints-per-slice`, 1–1000; upstream's default 100).
+    pub max_endpoints_per_slice: usize,
+    /// The ResourceQuota controller's full resync (`--resource-quota-sync-period`, 5 min).
+    pub resource_quota_sync_period: Duration,
 }
 
 /// One controller the manager knows.

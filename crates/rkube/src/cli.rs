@@ -451,6 +451,18 @@ pub struct ServerArgs {
     )]
     pub terminated_pod_gc_threshold: i32,
 
+    /// Most endpoints in one EndpointSlice, 1 to 1000
+    /// (kube-controller-manager's --max-endpoints-per-slice).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = parse_max_endpoints_per_slice,
+        env = "RKUBE_MAX_ENDPOINTS_PER_SLICE")]
+    pub max_endpoints_per_slice: usize,
+
+    /// How often every ResourceQuota's usage is recomputed from scratch
+    /// (kube-controller-manager's --resource-quota-sync-period).
+    #[arg(long, value_name = "DURATION", default_value = "5m0s", value_parser = parse_go_duration,
+        env = "RKUBE_RESOURCE_QUOTA_SYNC_PERIOD")]
+    pub resource_quota_sync_period: std::time::Duration,
+
     /// How often the horizontal pod autoscaler reconciles every HPA
     /// (kube-controller-manager's --horizontal-pod-autoscaler-sync-period).
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_go_duration,
@@ -610,6 +622,17 @@ pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, String> {
     rkube_apimachinery::duration::parse_go_duration(s).map_err(|e| format!("{e}: use e.g. 1h0m0s, 30m or 90s"))
 }
 
+/// `--max-endpoints-per-slice`: 1 to 1000, as kube-controller-manager's
+/// EndpointSlice options validate it (with its messages).
+pub fn parse_max_endpoints_per_slice(s: &str) -> Result<usize, String> {
+    let n: i64 = s.trim().parse().map_err(|e| format!("invalid number {s:?}: {e}"))?;
+    match n {
+        ..1 => Err(format!("max-endpoints-per-slice must not be less than 1, but got {n}")),
+        1001.. => Err(format!("max-endpoints-per-slice must not be more than 1000, but got {n}")),
+        _ => Ok(n as usize),
+    }
+}
+
 /// The version line: rkube's version and the Kubernetes API level it serves.
 pub fn version_string() -> String {
     use rkube_apimachinery::version;
@@ -693,6 +716,17 @@ mod tests {
         let Command::Server(server) = cli.command else { return Err("not a server command".into()) };
         validate(&server)?;
         Ok(server)
+    }
+
+    #[test]
+    fn max_endpoints_per_slice_is_bounded_as_upstream() {
+        assert_eq!(parse(&[]).unwrap().max_endpoints_per_slice, 100);
+        assert_eq!(parse(&["--max-endpoints-per-slice", "1000"]).unwrap().max_endpoints_per_slice, 1000);
+        let low = parse(&["--max-endpoints-per-slice", "0"]).unwrap_err();
+        assert!(low.contains("max-endpoints-per-slice must not be less than 1, but got 0"), "{low}");
+        let high = parse(&["--max-endpoints-per-slice", "1001"]).unwrap_err();
+        assert!(high.contains("max-endpoints-per-slice must not be more than 1000, but got 1001"), "{high}");
+        assert_eq!(parse(&[]).unwrap().resource_quota_sync_period, std::time::Duration::from_secs(300));
     }
 
     #[test]

@@ -83,6 +83,8 @@ pub fn manager_config(
                 initial_readiness_delay: args.horizontal_pod_autoscaler_initial_readiness_delay,
                 downscale_stabilization: args.horizontal_pod_autoscaler_downscale_stabilization,
             },
+            max_endpoints_per_slice: args.max_endpoints_per_slice,
+            resource_quota_sync_period: args.resource_quota_sync_period,
         }),
     };
     Ok(Some(Setup { config, admin: pki.admin.clone() }))

@@ -416,6 +416,37 @@ fn more_than_100_pods_are_split_into_two_slices() {
     assert!(ep["metadata"]["annotations"].get("endpoints.kubernetes.io/over-capacity").is_none());
 }
 
+/// `--max-endpoints-per-slice 2`: 5 ready pods go into slices of at most
+/// 2 endpoints (at least 3 slices); the Endpoints object still lists all 5.
+#[test]
+fn max_endpoints_per_slice_flag_bounds_each_slice() {
+    let server = TestServer::start_with(TestServerOptions {
+        extra_args: vec![
+            "--controllers".into(),
+            CONTROLLERS.into(),
+            "--max-endpoints-per-slice".into(),
+            "2".into(),
+        ],
+        ..Default::default()
+    });
+    node(&server, "node-1", "zone-a");
+    apply(
+        &server,
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "small", "namespace": "default"},
+                "spec": {"selector": {"app": "small"}, "ports": [{"port": 80, "targetPort": 8080}]}}),
+    );
+    let items: Vec<Value> =
+        (0..5).map(|i| pod_doc("default", &format!("s{i}"), json!({"app": "small"}), json!([]), json!({}))).collect();
+    apply(&server, &json!({"apiVersion": "v1", "kind": "List", "items": items}));
+    for i in 0..5 {
+        set_status(&server, "default", &format!("s{i}"), &format!("10.246.0.{}", i + 1), true);
+    }
+    let slices = slices_of(&server, "default", "small", "5 endpoints", |s| all_endpoints(s).len() == 5);
+    let sizes: Vec<usize> = slices.iter().map(|s| s["endpoints"].as_array().unwrap().len()).collect();
+    assert!(sizes.len() >= 3 && sizes.iter().all(|&n| (1..=2).contains(&n)), "{sizes:?}");
+    eventually(&server, &["endpoints", "small"], "5 addresses", |e| addresses(&e["subsets"], "addresses").len() == 5);
+}
+
 /// Conformance: "EndpointSlice API" (should create and delete Endpoints and
 /// EndpointSlices for a Service with a selector specified): deleting the
 /// Service deletes its Endpoints; its slices are owned by it and the

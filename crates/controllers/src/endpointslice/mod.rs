@@ -157,7 +157,7 @@ async fn reconcile(svc: Arc<Service>, state: Arc<State>) -> Result<Action, Error
         service: &svc,
         desired,
         controller: CONTROLLER_NAME,
-        max_endpoints: MAX_ENDPOINTS_PER_SLICE,
+        max_endpoints: ctx.settings.max_endpoints_per_slice,
         trigger_time,
     };
     let plan = reconcile::plan(&input, existing);

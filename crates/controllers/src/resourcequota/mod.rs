@@ -7,8 +7,8 @@
 //! controller, deployment, replica set, stateful set, daemon set, job or
 //! cron job of its namespace changes or goes away (upstream's
 //! replenishment controllers, so released usage returns promptly), and
-//! in any case every [`RESYNC`] (`--resource-quota-sync-period`) — the
-//! only replenishment of `count/` quotas on other resources.
+//! in any case every `--resource-quota-sync-period` ([`RESYNC`] by
+//! default) — the only replenishment of `count/` quotas on other resources.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -161,7 +161,7 @@ async fn reconcile(rq: Arc<ResourceQuota>, ctx: Arc<Ctx>) -> Result<Action, Erro
             Err(e) => return Err(e.into()),
         }
     }
-    ctx.done(&key, Action::requeue(RESYNC))
+    ctx.done(&key, Action::requeue(ctx.settings.resource_quota_sync_period))
 }
 
 #[cfg(test)]
