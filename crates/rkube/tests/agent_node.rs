@@ -82,6 +82,8 @@ fn server_agent_registers_a_ready_node_with_lease_and_pod_network() {
             "cpu=100m,memory=100Mi",
             "--system-reserved",
             "memory=156Mi",
+            "--eviction-hard",
+            "memory.available<50Mi,nodefs.available<1%,imagefs.available<1%",
             "--kubelet-port",
             "10250",
         ]
@@ -157,10 +159,12 @@ fn server_agent_registers_a_ready_node_with_lease_and_pod_network() {
         .unwrap();
     assert_eq!(cap["memory"], format!("{mem_kib}Ki").as_str());
     assert!(cap["ephemeral-storage"].as_str().is_some_and(|s| !s.is_empty()));
-    // Allocatable: minus 100m + 0 CPU, minus 100Mi + 156Mi reserved and the 100Mi eviction threshold.
+    // Allocatable (upstream's node allocatable): minus 100m + 0 CPU, minus
+    // 100Mi + 156Mi reserved and the hard memory.available threshold given
+    // above (50Mi).
     let alloc = &status["allocatable"];
     assert_eq!(alloc["cpu"], format!("{}m", cpus * 1000 - 100).as_str());
-    assert_eq!(alloc["memory"], format!("{}Ki", mem_kib - 356 * 1024).as_str());
+    assert_eq!(alloc["memory"], format!("{}Ki", mem_kib - (256 + 50) * 1024).as_str());
     assert_eq!(alloc["pods"], "110");
 
     let info = &status["nodeInfo"];
